@@ -1,0 +1,65 @@
+// What the engine knows about a converted checkpoint: its config, its extents and the tensors in them.
+// An extent is one contiguous, 4 KiB-aligned run of the weights file, read with one direct-I/O read:
+// the embeddings, each transformer layer, and the head.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.h"
+#include "engine/model_config.h"
+
+namespace zinf {
+
+// Alignment of extents in the weights file and of their sizes: one O_DIRECT read per extent.
+inline constexpr uint64_t kExtentAlignment = 4096;
+// Alignment of tensors inside an extent, for vector loads.
+inline constexpr uint64_t kTensorAlignment = 64;
+
+struct TensorInfo {
+  std::string name;  // canonical zinf name inside its extent, e.g. "q", "q_bias", "gate" (docs/format.md)
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // row-major; matrices are [out, in] like torch.nn.Linear
+  uint64_t offset_in_extent = 0;
+  uint64_t size_bytes = 0;
+
+  int64_t num_elements() const;
+};
+
+enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead };
+
+struct ExtentInfo {
+  std::string name;  // "embed", "layer.0", ..., "head"
+  ExtentKind kind = ExtentKind::kLayer;
+  int layer = -1;            // for kLayer
+  uint64_t offset = 0;       // in the weights file, a multiple of kExtentAlignment
+  uint64_t size_bytes = 0;   // bytes holding tensors
+  uint64_t padded_bytes = 0; // size_bytes rounded up to kExtentAlignment: what one read fetches
+  uint64_t xxh3 = 0;         // XXH3-64 of the first size_bytes bytes
+  std::vector<TensorInfo> tensors;
+
+  const TensorInfo* find(std::string_view tensor_name) const;
+};
+
+struct TokenizerSpec {
+  std::string kind;  // "sentencepiece" (tokenizer.model); "hf-json" (tokenizer.json) arrives later
+  std::string file;  // relative to the checkpoint directory
+  bool add_bos = true;
+  bool add_eos = false;
+};
+
+struct Checkpoint {
+  std::string directory;
+  std::string weights_file;  // absolute or relative to the working directory
+  ModelConfig config;
+  DType dtype = DType::kF32;
+  std::optional<TokenizerSpec> tokenizer;
+  std::vector<ExtentInfo> extents;  // in file order: embed, layer.0 .. layer.N-1, head
+
+  uint64_t max_extent_padded_bytes() const;
+  uint64_t total_bytes() const;
+};
+
+}  // namespace zinf

@@ -1,0 +1,63 @@
+// A generation request and its result, as the scheduler sees them (file formats live in cmd/).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tokenizer.h"
+
+namespace zinf {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0: greedy
+  int top_k = 0;             // 0: off
+  double top_p = 1.0;        // 1: off
+  double min_p = 0.0;        // 0: off
+  double repetition_penalty = 1.0;  // 1: off (CTRL-style, over prompt and generated tokens)
+  uint64_t seed = 0;
+};
+
+struct Request {
+  std::string id;              // as given in the prompt file, or its line number
+  int64_t line_number = 0;     // 1-based line in the prompt file, for messages
+  std::vector<TokenId> prompt_ids;
+  int max_new_tokens = 128;
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // stop strings: generation ends before the first match
+  bool ignore_eos = false;
+  int logprobs = -1;           // -1: none; N >= 0: the chosen token's log-probability plus top N
+};
+
+enum class FinishReason : uint8_t { kStop, kLength, kEos };
+
+inline const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kEos: return "eos";
+  }
+  return "?";
+}
+
+struct TokenLogprob {
+  TokenId id = 0;
+  float logprob = 0;
+};
+
+struct StepLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // best first
+};
+
+struct Completion {
+  std::string id;
+  std::string text;                // generated text, without the stop string
+  std::vector<TokenId> token_ids;  // generated tokens (EOS included when it ended the request)
+  FinishReason finish_reason = FinishReason::kLength;
+  int prompt_tokens = 0;
+  std::vector<StepLogprobs> logprobs;  // one per generated token when requested
+};
+
+}  // namespace zinf

@@ -1,0 +1,48 @@
+// The only way weights reach the forward pass: extents acquired from a WeightSource, in order.
+// io/ implements it (io_uring reads into staging buffers, or extents kept resident); the forward
+// pass asks for the next extents ahead of time with Prefetch so reads overlap compute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "engine/checkpoint.h"
+
+namespace zinf {
+
+struct WeightIoStats {
+  uint64_t bytes_read = 0;        // from storage, all extents, including the initial resident load
+  uint64_t extents_read = 0;
+  double read_wait_seconds = 0;   // time Acquire spent blocked on I/O
+  double checksum_seconds = 0;
+};
+
+// One extent's bytes, valid until Release(extent_idx). Tensors are at tensor.offset_in_extent.
+struct ExtentView {
+  const ExtentInfo* info = nullptr;
+  std::span<const std::byte> bytes;
+
+  const std::byte* tensor_data(const TensorInfo& tensor) const {
+    return bytes.data() + tensor.offset_in_extent;
+  }
+};
+
+// Not thread-safe: one forward-pass thread drives it. Failures (I/O error, checksum mismatch)
+// throw zinf::Error naming the extent.
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  // Starts fetching an extent if it is not resident or already in flight. A hint: may do nothing
+  // when no staging buffer is free.
+  virtual void Prefetch(int extent_idx) = 0;
+  // Blocks until the extent is in memory and its checksum verified.
+  virtual ExtentView Acquire(int extent_idx) = 0;
+  // The forward pass is done with the extent; its staging buffer may be reused.
+  virtual void Release(int extent_idx) = 0;
+  // How many extents beyond the current one the forward pass should Prefetch.
+  virtual int prefetch_depth() const = 0;
+  virtual WeightIoStats stats() const = 0;
+};
+
+}  // namespace zinf

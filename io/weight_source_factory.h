@@ -1,0 +1,25 @@
+// Opens a converted checkpoint's weights file as the engine's WeightSource.
+#pragma once
+
+#include <memory>
+
+#include "engine/checkpoint.h"
+#include "engine/weight_source.h"
+
+namespace zinf::io {
+
+enum class WeightPlacement {
+  kResident,  // every extent read once at start and kept in memory
+  kStreamed,  // every extent re-read from the file on every forward pass
+};
+
+struct WeightSourceOptions {
+  WeightPlacement placement = WeightPlacement::kResident;
+  int prefetch_depth = 1;      // streamed: extents read ahead of the one being computed
+  bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
+};
+
+std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
+                                               const WeightSourceOptions& options);
+
+}  // namespace zinf::io

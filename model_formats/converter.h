@@ -1,0 +1,29 @@
+// zinf convert: a Hugging Face checkpoint directory → a zinf checkpoint directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "engine/dtype.h"
+
+namespace zinf::formats {
+
+struct ConvertOptions {
+  std::optional<DType> dtype;  // default: the checkpoint's own (its torch_dtype / tensor dtype)
+  bool overwrite = false;      // replace an existing output directory's files
+  // Called after each extent is written: (bytes written so far, total bytes).
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct ConvertSummary {
+  int num_extents = 0;
+  int num_tensors = 0;
+  uint64_t weights_bytes = 0;
+};
+
+ConvertSummary ConvertCheckpoint(const std::string& hf_dir, const std::string& out_dir,
+                                 const ConvertOptions& options);
+
+}  // namespace zinf::formats
