@@ -1,0 +1,312 @@
+// Reading and validating prompt files (.txt and .jsonl); see prompt_file.h.
+// Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
+#include "cmd/prompt_file.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/error.h"
+#include "engine/sampler.h"
+
+namespace zinf::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+// Length of the valid UTF-8 sequence starting at text[pos], or 0 when it is not one. Strict:
+// no overlong forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF.
+size_t Utf8SequenceLength(std::string_view text, size_t pos) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(pos);
+  if (lead < 0x80) return 1;
+  size_t length;
+  unsigned char min_second = 0x80, max_second = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) min_second = 0xA0;  // overlong below U+0800
+    if (lead == 0xED) max_second = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) min_second = 0x90;  // overlong below U+10000
+    if (lead == 0xF4) max_second = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;  // continuation byte, C0/C1 (overlong) or F5..FF
+  }
+  if (pos + length > text.size()) return 0;
+  if (byte(pos + 1) < min_second || byte(pos + 1) > max_second) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if ((byte(pos + i) & 0xC0) != 0x80) return 0;
+  }
+  return length;
+}
+
+// Byte offset of the first invalid UTF-8 sequence, or -1 when `text` is valid.
+int64_t FirstInvalidUtf8(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = Utf8SequenceLength(text, pos);
+    if (length == 0) return static_cast<int64_t>(pos);
+    pos += length;
+  }
+  return -1;
+}
+
+// `text` with each byte that does not start a valid sequence replaced by U+FFFD.
+std::string ReplaceInvalidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = Utf8SequenceLength(text, pos);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++pos;
+    } else {
+      out.append(text.substr(pos, length));
+      pos += length;
+    }
+  }
+  return out;
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; users need only the rest.
+std::string JsonMessage(const std::exception& error) {
+  std::string message = error.what();
+  if (message.rfind("[json.exception.", 0) == 0) {
+    const size_t end = message.find("] ");
+    if (end != std::string::npos) message.erase(0, end + 2);
+  }
+  return message;
+}
+
+const std::set<std::string, std::less<>> kKnownKeys = {
+    "id",          "prompt", "prompt_ids",         "max_new_tokens", "temperature",
+    "top_k",       "top_p",  "min_p",              "repetition_penalty",
+    "seed",        "stop",   "ignore_eos",         "logprobs"};
+
+int IntField(const Json& value, std::string_view key, int min_value) {
+  if (!value.is_number_integer()) Fail("\"{}\" must be an integer, got {}", key, value.dump());
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  const bool too_big = value.is_number_unsigned() ? value.get<uint64_t>() > uint64_t{kMax}
+                                                  : value.get<int64_t>() > kMax;
+  if (too_big || (!value.is_number_unsigned() && value.get<int64_t>() < min_value)) {
+    Fail("\"{}\" must be an integer in [{}, {}], got {}", key, min_value, kMax, value.dump());
+  }
+  return value.get<int>();
+}
+
+double NumberField(const Json& value, std::string_view key) {
+  if (!value.is_number()) Fail("\"{}\" must be a number, got {}", key, value.dump());
+  return value.get<double>();
+}
+
+RequestOverrides ParseOverrides(const Json& object) {
+  RequestOverrides o;
+  if (auto it = object.find("max_new_tokens"); it != object.end()) {
+    o.max_new_tokens = IntField(*it, "max_new_tokens", 0);
+  }
+  if (auto it = object.find("temperature"); it != object.end()) {
+    o.temperature = NumberField(*it, "temperature");
+  }
+  if (auto it = object.find("top_k"); it != object.end()) o.top_k = IntField(*it, "top_k", 0);
+  if (auto it = object.find("top_p"); it != object.end()) o.top_p = NumberField(*it, "top_p");
+  if (auto it = object.find("min_p"); it != object.end()) o.min_p = NumberField(*it, "min_p");
+  if (auto it = object.find("repetition_penalty"); it != object.end()) {
+    o.repetition_penalty = NumberField(*it, "repetition_penalty");
+  }
+  if (auto it = object.find("seed"); it != object.end()) {
+    if (!it->is_number_unsigned()) {  // nlohmann stores every non-negative integer as unsigned
+      Fail("\"seed\" must be an integer in [0, 2^64), got {}", it->dump());
+    }
+    o.seed = it->get<uint64_t>();
+  }
+  if (auto it = object.find("stop"); it != object.end()) {
+    std::vector<std::string> stop;
+    const bool is_list = it->is_array();
+    for (const Json& item : is_list ? *it : Json::array({*it})) {
+      if (!item.is_string()) Fail("\"stop\" must be a string or an array of strings");
+      if (item.get_ref<const std::string&>().empty()) Fail("\"stop\" strings must not be empty");
+      stop.push_back(item.get<std::string>());
+    }
+    o.stop = std::move(stop);
+  }
+  if (auto it = object.find("ignore_eos"); it != object.end()) {
+    if (!it->is_boolean()) Fail("\"ignore_eos\" must be true or false, got {}", it->dump());
+    o.ignore_eos = it->get<bool>();
+  }
+  if (auto it = object.find("logprobs"); it != object.end()) {
+    // true means the chosen token only (top 0), false means none.
+    o.logprobs = it->is_boolean() ? (it->get<bool>() ? 0 : -1) : IntField(*it, "logprobs", 0);
+  }
+  // Range checks for the sampling fields, with the engine's own rules and messages.
+  SamplingParams sampling;
+  if (o.temperature) sampling.temperature = *o.temperature;
+  if (o.top_k) sampling.top_k = *o.top_k;
+  if (o.top_p) sampling.top_p = *o.top_p;
+  if (o.min_p) sampling.min_p = *o.min_p;
+  if (o.repetition_penalty) sampling.repetition_penalty = *o.repetition_penalty;
+  ValidateSamplingParams(sampling);
+  return o;
+}
+
+// Parses one non-empty JSONL line (valid UTF-8). Throws zinf::Error without the location.
+PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
+  Json object;
+  try {
+    object = Json::parse(line_text);
+  } catch (const Json::parse_error& error) {
+    Fail("not valid JSON: {}", JsonMessage(error));
+  }
+  if (!object.is_object()) Fail("each line must be a JSON object, got {}", object.type_name());
+  for (const auto& [key, value] : object.items()) {
+    if (!kKnownKeys.contains(key)) {
+      Fail("unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
+           "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
+           key);
+    }
+  }
+  PromptEntry entry;
+  entry.line = line;
+  entry.id = std::to_string(line);
+  if (auto it = object.find("id"); it != object.end()) {
+    if (it->is_string()) {
+      entry.id = it->get<std::string>();
+    } else if (it->is_number_integer()) {
+      entry.id = it->dump();
+    } else {
+      Fail("\"id\" must be a string or an integer, got {}", it->dump());
+    }
+    if (entry.id.empty()) Fail("\"id\" must not be empty");
+  }
+  const auto prompt = object.find("prompt");
+  const auto prompt_ids = object.find("prompt_ids");
+  if ((prompt == object.end()) == (prompt_ids == object.end())) {
+    Fail("each line needs exactly one of \"prompt\" (text) and \"prompt_ids\" (token ids)");
+  }
+  if (prompt != object.end()) {
+    if (!prompt->is_string()) Fail("\"prompt\" must be a string, got {}", prompt->dump());
+    entry.text = prompt->get<std::string>();
+  } else {
+    if (!prompt_ids->is_array() || prompt_ids->empty()) {
+      Fail("\"prompt_ids\" must be a non-empty array of token ids");
+    }
+    std::vector<TokenId> ids;
+    for (const Json& id : *prompt_ids) {
+      if (!id.is_number_unsigned() || id.get<uint64_t>() > std::numeric_limits<TokenId>::max()) {
+        Fail("\"prompt_ids\" must hold token ids (integers >= 0), got {}", id.dump());
+      }
+      ids.push_back(static_cast<TokenId>(id.get<uint64_t>()));
+    }
+    entry.ids = std::move(ids);
+  }
+  entry.overrides = ParseOverrides(object);
+  return entry;
+}
+
+// Parses one non-empty line of either format. Throws zinf::Error without the location.
+PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat format) {
+  const int64_t bad_byte = FirstInvalidUtf8(text);
+  if (format == PromptFileFormat::kText) {
+    PromptEntry entry;
+    entry.line = line;
+    entry.id = std::to_string(line);
+    entry.text = std::string(text);
+    if (bad_byte >= 0) {
+      entry.error = fmt::format("line {}: prompt is not valid UTF-8 at byte {}", line, bad_byte);
+    }
+    return entry;
+  }
+  if (bad_byte < 0) return ParseJsonLine(text, line);
+  // JSON text must be UTF-8; parse a repaired copy so the request keeps its id and is reported
+  // as failed, rather than failing the whole file.
+  PromptEntry entry = ParseJsonLine(ReplaceInvalidUtf8(text), line);
+  entry.error = fmt::format("line {}: prompt is not valid UTF-8 at byte {} of the line", line,
+                            bad_byte);
+  return entry;
+}
+
+}  // namespace
+
+PromptFileFormat PromptFileFormatFor(std::string_view path) {
+  for (std::string_view extension : {".jsonl", ".json", ".ndjson"}) {
+    if (path.size() >= extension.size() && path.ends_with(extension)) return PromptFileFormat::kJsonl;
+  }
+  return PromptFileFormat::kText;
+}
+
+std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view name,
+                                      PromptFileFormat format, const PromptFileOptions& options) {
+  if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);  // UTF-8 byte-order mark
+  std::vector<PromptEntry> entries;
+  std::set<std::string, std::less<>> seen_ids;
+  int64_t line = 0;
+  while (!content.empty()) {
+    ++line;
+    const size_t newline = content.find('\n');
+    std::string_view text = content.substr(0, newline);
+    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+    if (text.ends_with('\r')) text.remove_suffix(1);
+    const bool blank = format == PromptFileFormat::kText
+                           ? text.empty()
+                           : text.find_first_not_of(" \t") == std::string_view::npos;
+    if (blank) continue;  // skipped, but still counted so line numbers match an editor's
+    try {
+      PromptEntry entry = ParseLine(text, line, format);
+      if (seen_ids.contains(entry.id)) Fail("duplicate id \"{}\"", entry.id);
+      seen_ids.insert(entry.id);
+      entries.push_back(std::move(entry));
+    } catch (const Error& error) {
+      if (!options.skip_bad_lines) {
+        Fail("{}:{}: {} (pass --skip-bad-lines to skip such lines)", name, line, error.what());
+      }
+      spdlog::warn("{}:{}: {}; skipping the line", name, line, error.what());
+    }
+  }
+  return entries;
+}
+
+std::vector<PromptEntry> ReadPromptFile(const std::string& path,
+                                        const PromptFileOptions& options) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) Fail("cannot open prompt file {}: {}", path, std::strerror(errno));
+  std::string content;
+  char buffer[1 << 16];  // 64 KiB reads: few syscalls, small stack
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) content.append(buffer, got);
+  if (std::ferror(file.get())) Fail("cannot read prompt file {}: {}", path, std::strerror(errno));
+  return ParsePrompts(content, path, PromptFileFormatFor(path), options);
+}
+
+void ApplyOverrides(const RequestOverrides& overrides, Request& request) {
+  if (overrides.max_new_tokens) request.max_new_tokens = *overrides.max_new_tokens;
+  if (overrides.temperature) request.sampling.temperature = *overrides.temperature;
+  if (overrides.top_k) request.sampling.top_k = *overrides.top_k;
+  if (overrides.top_p) request.sampling.top_p = *overrides.top_p;
+  if (overrides.min_p) request.sampling.min_p = *overrides.min_p;
+  if (overrides.repetition_penalty) {
+    request.sampling.repetition_penalty = *overrides.repetition_penalty;
+  }
+  if (overrides.seed) request.sampling.seed = *overrides.seed;
+  if (overrides.stop) request.stop = *overrides.stop;
+  if (overrides.ignore_eos) request.ignore_eos = *overrides.ignore_eos;
+  if (overrides.logprobs) request.logprobs = *overrides.logprobs;
+}
+
+Request RequestFor(const PromptEntry& entry, const Request& defaults) {
+  Request request = defaults;
+  request.id = entry.id;
+  request.line_number = entry.line;
+  if (entry.ids) request.prompt_ids = *entry.ids;
+  ApplyOverrides(entry.overrides, request);
+  return request;
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,74 @@
+// Reading `zinf generate --prompts FILE`: plain text (one prompt a line) or JSON lines with
+// per-request settings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/tokenizer.h"
+
+namespace zinf::cli {
+
+// Per-request settings from a JSONL line; an unset field keeps the CLI default.
+struct RequestOverrides {
+  std::optional<int> max_new_tokens;
+  std::optional<double> temperature;
+  std::optional<int> top_k;
+  std::optional<double> top_p;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<uint64_t> seed;
+  std::optional<std::vector<std::string>> stop;
+  std::optional<bool> ignore_eos;
+  std::optional<int> logprobs;  // -1: none; N >= 0: chosen token plus top N
+};
+
+// One request read from the prompt file. Exactly one of `text` and `ids` is set.
+struct PromptEntry {
+  int64_t line = 0;  // 1-based line in the prompt file
+  std::string id;    // as given ("id"), else the line number
+  std::optional<std::string> text;
+  std::optional<std::vector<TokenId>> ids;
+  RequestOverrides overrides;
+  // Non-empty: this request cannot run (e.g. its prompt is not valid UTF-8). The file as a whole is
+  // fine; generate reports the request as failed and goes on with the others.
+  std::string error;
+};
+
+enum class PromptFileFormat : uint8_t {
+  kText,   // one prompt per non-empty line; id = line number
+  kJsonl,  // one JSON object per non-empty line
+};
+
+struct PromptFileOptions {
+  // Log each malformed line (spdlog::warn) and skip it, instead of failing on the first.
+  bool skip_bad_lines = false;
+};
+
+// ".jsonl", ".json" and ".ndjson" are JSON lines; anything else (".txt" included) is text.
+PromptFileFormat PromptFileFormatFor(std::string_view path);
+
+// Reads and parses a prompt file. Failure: throws zinf::Error "PATH: <strerror>" when the file
+// cannot be read, and "PATH:LINE: <what is wrong>" for the first malformed line (bad JSON, wrong
+// types, unknown keys, both or neither of prompt/prompt_ids, a duplicate id) unless
+// options.skip_bad_lines. Invalid UTF-8 in a prompt is not a file error: see PromptEntry::error.
+std::vector<PromptEntry> ReadPromptFile(const std::string& path,
+                                        const PromptFileOptions& options = {});
+
+// ReadPromptFile on text already in memory; `name` stands for the file in messages.
+std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view name,
+                                      PromptFileFormat format,
+                                      const PromptFileOptions& options = {});
+
+// Sets each field of `request` that `overrides` sets; the others keep their (CLI) defaults.
+void ApplyOverrides(const RequestOverrides& overrides, Request& request);
+
+// `defaults` with the entry's id, line, prompt_ids (when given as ids) and overrides applied.
+// Text prompts are left for the caller to tokenize into prompt_ids.
+Request RequestFor(const PromptEntry& entry, const Request& defaults);
+
+}  // namespace zinf::cli

@@ -1,0 +1,105 @@
+// The compute backend interface: the ops one forward pass needs, written once in engine/model.cpp
+// and implemented per device (CPU here, CUDA in cuda/). Activations live in backend memory and are
+// named by Tensor handles; weights arrive as extents bound through BindExtent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.h"
+#include "engine/tokenizer.h"
+#include "engine/weight_source.h"
+
+namespace zinf {
+
+// A 2-D activation in backend memory: [rows, cols] row-major, f32 on the CPU backend.
+struct Tensor {
+  void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  // The same memory seen as [rows * cols / new_cols, new_cols] (e.g. per-head views).
+  Tensor Reshaped(int64_t new_cols) const { return {data, rows * cols / new_cols, new_cols}; }
+  Tensor FirstRows(int64_t num_rows) const { return {data, num_rows, cols}; }
+};
+
+// A weight inside a bound extent: a matrix [rows, cols] ([out, in]) or a vector [cols] (rows = 1).
+struct Weight {
+  const void* data = nullptr;  // in backend-visible memory
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  explicit operator bool() const { return data != nullptr; }
+};
+
+// One sequence's tokens inside a step's flattened batch.
+struct SequenceChunk {
+  int kv_slot = 0;         // which KV-cache slot holds this sequence
+  int start_position = 0;  // position of the chunk's first token
+  int num_tokens = 0;
+  int token_offset = 0;    // first row of the chunk in the step's activations
+};
+
+struct KvCacheShape {
+  int num_layers = 0;
+  int num_slots = 0;     // sequences resident at once
+  int max_context = 0;   // positions per slot
+  int num_kv_heads = 0;
+  int head_dim = 0;
+};
+
+struct AttentionShape {
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float scale = 0;  // applied to q·k
+};
+
+// Not thread-safe: one forward-pass thread drives a backend. Failures throw zinf::Error.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // Memory, sized once per run; nothing is allocated in the step loop.
+  virtual Tensor AllocateActivation(int64_t rows, int64_t cols) = 0;
+  virtual void AllocateKvCache(const KvCacheShape& shape) = 0;
+
+  // Makes an extent's bytes visible to the device; returns its base there. The host bytes may be
+  // reused once UnbindExtent returns.
+  virtual const std::byte* BindExtent(const ExtentView& extent) = 0;
+  virtual void UnbindExtent() = 0;
+
+  // rows of `out` = token_ids.size(); token_ids are host memory.
+  virtual void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) = 0;
+  // x[row] += table[positions[row] + position_offset]
+  virtual void AddPositionEmbedding(std::span<const int> positions, int position_offset,
+                                    const Weight& table, Tensor x) = 0;
+  // out[t, r] = x[t, :] · w[r, :] + bias[r]; bias may be empty.
+  virtual void MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) = 0;
+  virtual void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) = 0;
+  virtual void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
+                         Tensor out) = 0;
+  // Rotates pairs (i, i + head_dim/2) of each head (the Hugging Face rotate_half convention) by
+  // the angles in the cos/sin tables ([max_context, head_dim/2]) set with SetRopeTables.
+  virtual void SetRopeTables(std::span<const float> cos, std::span<const float> sin,
+                             int head_dim) = 0;
+  virtual void Rope(Tensor x, std::span<const int> positions, int num_heads) = 0;
+  // Writes k and v rows (kv_dim wide) of every chunk into the cache at their positions.
+  virtual void StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) = 0;
+  // Causal attention of each chunk's queries over its slot's cached keys/values.
+  virtual void Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
+                         const AttentionShape& shape, Tensor out) = 0;
+  virtual void SiluMul(Tensor gate, Tensor up, Tensor out) = 0;  // out = silu(gate) * up
+  virtual void Relu(Tensor x) = 0;
+  virtual void Add(Tensor x, Tensor y) = 0;                      // x += y
+  // out[i] = x[rows[i]]
+  virtual void GatherRows(Tensor x, std::span<const int> rows, Tensor out) = 0;
+  virtual void CopyToHost(Tensor x, std::span<float> host) = 0;
+};
+
+}  // namespace zinf

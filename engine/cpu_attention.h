@@ -1,0 +1,30 @@
+// Causal attention over the KV cache for the CPU backend (prefill chunks and decode alike).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "engine/backend.h"
+#include "engine/thread_pool.h"
+
+namespace zinf::cpu {
+
+struct AttentionArgs {
+  std::span<const SequenceChunk> chunks;
+  const float* q = nullptr;  // [tokens, num_heads * head_dim]
+  int64_t q_stride = 0;
+  float* out = nullptr;  // [tokens, num_heads * head_dim]
+  int64_t out_stride = 0;
+  AttentionShape shape;
+  // Position 0 of a slot's keys / values; rows of kv_stride floats, one per position.
+  std::function<const float*(int)> k_slot;
+  std::function<const float*(int)> v_slot;
+  int64_t kv_stride = 0;
+};
+
+// Each query token attends to positions 0..its own; each (token, head) is computed by one thread
+// in a fixed order, so results do not depend on the batch.
+void CausalAttention(ThreadPool& pool, const AttentionArgs& args);
+
+}  // namespace zinf::cpu

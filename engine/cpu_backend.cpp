@@ -1,0 +1,212 @@
+// CpuBackend: element-wise and normalisation ops, plus dispatch of the matmul and attention kernels.
+#include "engine/cpu_backend.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/cpu_attention.h"
+#include "engine/cpu_matmul.h"
+#include "engine/error.h"
+
+namespace zinf {
+
+namespace {
+float* Rows(Tensor t) { return static_cast<float*>(t.data); }
+// Rows per parallel task below which splitting costs more than it saves.
+constexpr int64_t kMinRowsPerTask = 4;
+}  // namespace
+
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+
+std::string CpuBackend::name() const {
+  return fmt::format("cpu ({} threads, {} kernels)", pool_.num_threads(),
+                     cpu::UsingAvx2Kernels() ? "avx2" : "portable");
+}
+
+Tensor CpuBackend::AllocateActivation(int64_t rows, int64_t cols) {
+  activations_.push_back(std::make_unique<float[]>(rows * cols));
+  return {activations_.back().get(), rows, cols};
+}
+
+void CpuBackend::AllocateKvCache(const KvCacheShape& shape) {
+  kv_shape_ = shape;
+  const size_t floats = static_cast<size_t>(shape.num_layers) * shape.num_slots *
+                        shape.max_context * shape.num_kv_heads * shape.head_dim;
+  k_cache_.assign(floats, 0.0f);
+  v_cache_.assign(floats, 0.0f);
+}
+
+const std::byte* CpuBackend::BindExtent(const ExtentView& extent) { return extent.bytes.data(); }
+
+float* CpuBackend::KvRow(std::vector<float>& cache, int layer, int slot, int position) {
+  const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
+  const int64_t row =
+      (static_cast<int64_t>(layer) * kv_shape_.num_slots + slot) * kv_shape_.max_context + position;
+  return cache.data() + row * kv_dim;
+}
+
+void CpuBackend::Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) {
+  for (size_t t = 0; t < token_ids.size(); ++t) {
+    const TokenId id = token_ids[t];
+    if (id < 0 || id >= table.rows) {
+      Fail("token id {} is outside the vocabulary (0..{})", id, table.rows - 1);
+    }
+    const auto* row = static_cast<const std::byte*>(table.data) + id * table.cols * DTypeSize(table.dtype);
+    ConvertToF32(table.dtype, row, Rows(out) + t * out.cols, table.cols);
+  }
+}
+
+void CpuBackend::AddPositionEmbedding(std::span<const int> positions, int position_offset,
+                                      const Weight& table, Tensor x) {
+  for (size_t t = 0; t < positions.size(); ++t) {
+    const int64_t index = positions[t] + position_offset;
+    ZINF_CHECK(index >= 0 && index < table.rows, "position {} outside the table", index);
+    float* row = Rows(x) + t * x.cols;
+    for (int64_t c = 0; c < x.cols; ++c) row[c] += cpu::WeightValue(table, index * table.cols + c);
+  }
+}
+
+void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) {
+  ZINF_CHECK(x.cols == w.cols && out.cols == w.rows && x.rows == out.rows,
+             "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, w.rows, w.cols,
+             out.rows, out.cols);
+  // Split the weight rows across threads: each thread reads its rows once for every token.
+  pool_.ParallelFor(
+      w.rows,
+      [&](int64_t begin, int64_t end) {
+        cpu::MatMulRows(Rows(x), x.cols, x.rows, w, bias, Rows(out), out.cols, begin, end);
+      },
+      16);
+}
+
+void CpuBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
+  pool_.ParallelFor(
+      x.rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float* in = Rows(x) + r * x.cols;
+          float* dst = Rows(out) + r * out.cols;
+          double sum_squares = 0;
+          for (int64_t c = 0; c < x.cols; ++c) sum_squares += static_cast<double>(in[c]) * in[c];
+          const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / x.cols + eps));
+          for (int64_t c = 0; c < x.cols; ++c) dst[c] = in[c] * scale * cpu::WeightValue(weight, c);
+        }
+      },
+      kMinRowsPerTask);
+}
+
+void CpuBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
+                           Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
+  pool_.ParallelFor(
+      x.rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float* in = Rows(x) + r * x.cols;
+          float* dst = Rows(out) + r * out.cols;
+          double sum = 0;
+          for (int64_t c = 0; c < x.cols; ++c) sum += in[c];
+          const double mean = sum / x.cols;
+          double sum_squares = 0;
+          for (int64_t c = 0; c < x.cols; ++c) sum_squares += (in[c] - mean) * (in[c] - mean);
+          const double inv_std = 1.0 / std::sqrt(sum_squares / x.cols + eps);
+          for (int64_t c = 0; c < x.cols; ++c) {
+            const float normalised = static_cast<float>((in[c] - mean) * inv_std);
+            dst[c] = normalised * cpu::WeightValue(weight, c) + (bias ? cpu::WeightValue(bias, c) : 0.0f);
+          }
+        }
+      },
+      kMinRowsPerTask);
+}
+
+void CpuBackend::SetRopeTables(std::span<const float> cos, std::span<const float> sin,
+                               int head_dim) {
+  rope_cos_.assign(cos.begin(), cos.end());
+  rope_sin_.assign(sin.begin(), sin.end());
+  rope_head_dim_ = head_dim;
+}
+
+void CpuBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) {
+  const int half = rope_head_dim_ / 2;
+  ZINF_CHECK(x.cols == static_cast<int64_t>(num_heads) * rope_head_dim_, "rope width {}", x.cols);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    const size_t table_row = static_cast<size_t>(positions[t]) * half;
+    ZINF_CHECK(table_row + half <= rope_cos_.size(), "position {} beyond the rope table",
+               positions[t]);
+    const float* cos = rope_cos_.data() + table_row;
+    const float* sin = rope_sin_.data() + table_row;
+    for (int h = 0; h < num_heads; ++h) {
+      float* head = Rows(x) + t * x.cols + static_cast<int64_t>(h) * rope_head_dim_;
+      for (int i = 0; i < half; ++i) {
+        const float first = head[i];
+        const float second = head[i + half];
+        head[i] = first * cos[i] - second * sin[i];
+        head[i + half] = second * cos[i] + first * sin[i];
+      }
+    }
+  }
+}
+
+void CpuBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
+  for (const SequenceChunk& chunk : chunks) {
+    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= kv_shape_.max_context,
+               "sequence of {} positions exceeds the KV cache ({})",
+               chunk.start_position + chunk.num_tokens, kv_shape_.max_context);
+    for (int i = 0; i < chunk.num_tokens; ++i) {
+      const int64_t row = chunk.token_offset + i;
+      const int position = chunk.start_position + i;
+      std::memcpy(KvRow(k_cache_, layer, chunk.kv_slot, position), Rows(k) + row * k.cols,
+                  k.cols * sizeof(float));
+      std::memcpy(KvRow(v_cache_, layer, chunk.kv_slot, position), Rows(v) + row * v.cols,
+                  v.cols * sizeof(float));
+    }
+  }
+}
+
+void CpuBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
+                           const AttentionShape& shape, Tensor out) {
+  cpu::AttentionArgs args;
+  args.chunks = chunks;
+  args.q = Rows(q);
+  args.q_stride = q.cols;
+  args.out = Rows(out);
+  args.out_stride = out.cols;
+  args.shape = shape;
+  args.k_slot = [&](int slot) { return KvRow(k_cache_, layer, slot, 0); };
+  args.v_slot = [&](int slot) { return KvRow(v_cache_, layer, slot, 0); };
+  args.kv_stride = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
+  cpu::CausalAttention(pool_, args);
+}
+
+void CpuBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
+  const int64_t count = gate.rows * gate.cols;
+  const float* g = Rows(gate);
+  const float* u = Rows(up);
+  float* dst = Rows(out);
+  for (int64_t i = 0; i < count; ++i) dst[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void CpuBackend::Relu(Tensor x) {
+  float* data = Rows(x);
+  for (int64_t i = 0; i < x.rows * x.cols; ++i) data[i] = data[i] > 0 ? data[i] : 0.0f;
+}
+
+void CpuBackend::Add(Tensor x, Tensor y) {
+  float* dst = Rows(x);
+  const float* src = Rows(y);
+  for (int64_t i = 0; i < x.rows * x.cols; ++i) dst[i] += src[i];
+}
+
+void CpuBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(Rows(out) + i * out.cols, Rows(x) + rows[i] * x.cols, x.cols * sizeof(float));
+  }
+}
+
+void CpuBackend::CopyToHost(Tensor x, std::span<float> host) {
+  ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
+  std::memcpy(host.data(), x.data, x.rows * x.cols * sizeof(float));
+}
+
+}  // namespace zinf

@@ -1,0 +1,208 @@
+// Model::Forward: for each extent in order, prefetch ahead, acquire, compute every token of the
+// batch with it, release. Llama-family and OPT differ only in the choices inside each stage.
+#include "engine/model.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/rope.h"
+#include "engine/tensor_names.h"
+
+namespace zinf {
+
+namespace tn = tensor_names;
+
+void StepBatch::Clear() {
+  tokens.clear();
+  positions.clear();
+  chunks.clear();
+  logit_rows.clear();
+}
+
+void StepBatch::AddChunk(int kv_slot, int start_position, std::span<const TokenId> chunk_tokens,
+                         bool want_logits) {
+  SequenceChunk chunk;
+  chunk.kv_slot = kv_slot;
+  chunk.start_position = start_position;
+  chunk.num_tokens = static_cast<int>(chunk_tokens.size());
+  chunk.token_offset = static_cast<int>(tokens.size());
+  chunks.push_back(chunk);
+  for (size_t i = 0; i < chunk_tokens.size(); ++i) {
+    tokens.push_back(chunk_tokens[i]);
+    positions.push_back(start_position + static_cast<int>(i));
+  }
+  if (want_logits) logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
+}
+
+Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
+             const ModelLimits& limits)
+    : checkpoint_(checkpoint), backend_(backend), weights_(weights), limits_(limits) {
+  const ModelConfig& c = checkpoint.config;
+  const int64_t rows = limits.max_tokens_per_step;
+  act_.x = backend.AllocateActivation(rows, c.hidden_size);
+  act_.normed = backend.AllocateActivation(rows, c.hidden_size);
+  act_.q = backend.AllocateActivation(rows, c.q_dim());
+  act_.k = backend.AllocateActivation(rows, c.kv_dim());
+  act_.v = backend.AllocateActivation(rows, c.kv_dim());
+  act_.attention = backend.AllocateActivation(rows, c.q_dim());
+  act_.gate = backend.AllocateActivation(rows, c.intermediate_size);
+  act_.up = backend.AllocateActivation(rows, c.intermediate_size);
+  if (c.has_embed_projection()) act_.embedded = backend.AllocateActivation(rows, c.embed_dim());
+  const int64_t sequences = limits.max_sequences;
+  act_.last = backend.AllocateActivation(sequences, c.hidden_size);
+  act_.last_normed = backend.AllocateActivation(sequences, c.hidden_size);
+  act_.last_projected = backend.AllocateActivation(sequences, c.embed_dim());
+  act_.logits = backend.AllocateActivation(sequences, c.vocab_size);
+
+  KvCacheShape kv;
+  kv.num_layers = c.num_layers;
+  kv.num_slots = limits.max_sequences;
+  kv.max_context = limits.max_context;
+  kv.num_kv_heads = c.num_kv_heads;
+  kv.head_dim = c.head_dim;
+  backend.AllocateKvCache(kv);
+  if (c.family == Family::kLlama) {
+    const RopeTables tables = BuildRopeTables(c, limits.max_context);
+    backend.SetRopeTables(tables.cos, tables.sin, c.head_dim);
+  }
+}
+
+Weight Model::Find(const ExtentView& extent, const std::byte* base, const char* name,
+                   bool required) const {
+  const TensorInfo* tensor = extent.info->find(name);
+  if (tensor == nullptr) {
+    if (required) Fail("extent {} has no tensor '{}'", extent.info->name, name);
+    return {};
+  }
+  Weight weight;
+  weight.data = base + tensor->offset_in_extent;
+  weight.dtype = tensor->dtype;
+  weight.rows = tensor->shape.size() == 2 ? tensor->shape[0] : 1;
+  weight.cols = tensor->shape.back();
+  return weight;
+}
+
+void Model::Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out) {
+  const float eps = static_cast<float>(config().norm_eps);
+  if (config().family == Family::kOpt) {
+    backend_.LayerNorm(x, weight, bias, eps, out);
+  } else {
+    backend_.RmsNorm(x, weight, eps, out);
+  }
+}
+
+void Model::Forward(const StepBatch& batch, std::span<float> logits) {
+  const int num_tokens = static_cast<int>(batch.tokens.size());
+  ZINF_CHECK(num_tokens > 0 && num_tokens <= limits_.max_tokens_per_step,
+             "step of {} tokens (limit {})", num_tokens, limits_.max_tokens_per_step);
+  ZINF_CHECK(batch.logit_rows.size() <= static_cast<size_t>(limits_.max_sequences),
+             "{} logit rows (limit {})", batch.logit_rows.size(), limits_.max_sequences);
+  ZINF_CHECK(logits.size() >= batch.logit_rows.size() * config().vocab_size, "logits buffer");
+
+  const int num_extents = static_cast<int>(checkpoint_.extents.size());
+  const int depth = weights_.prefetch_depth();
+  for (int d = 0; d < depth && d < num_extents; ++d) weights_.Prefetch(d);
+  for (int e = 0; e < num_extents; ++e) {
+    // Reads run ahead of compute; past the head they wrap to the next step's first extents.
+    if (depth > 0) weights_.Prefetch((e + depth) % num_extents);
+    const ExtentView extent = weights_.Acquire(e);
+    const std::byte* base = backend_.BindExtent(extent);
+    try {
+      switch (extent.info->kind) {
+        case ExtentKind::kEmbedding: RunEmbedding(extent, base, batch); break;
+        case ExtentKind::kLayer: RunLayer(extent, base, batch); break;
+        case ExtentKind::kHead: RunHead(extent, base, batch, logits); break;
+      }
+    } catch (const Error& error) {
+      Rethrow(error, fmt::format("extent {}", extent.info->name));
+    }
+    backend_.UnbindExtent();
+    weights_.Release(e);
+  }
+}
+
+void Model::RunEmbedding(const ExtentView& extent, const std::byte* base, const StepBatch& batch) {
+  const int num_tokens = static_cast<int>(batch.tokens.size());
+  Tensor x = act_.x.FirstRows(num_tokens);
+  const Weight token_embed = Find(extent, base, tn::kTokenEmbed, true);
+  if (config().has_embed_projection()) {
+    Tensor embedded = act_.embedded.FirstRows(num_tokens);
+    backend_.Embed(batch.tokens, token_embed, embedded);
+    backend_.MatMul(embedded, Find(extent, base, tn::kProjectIn, true), {}, x);
+  } else {
+    backend_.Embed(batch.tokens, token_embed, x);
+  }
+  if (config().family == Family::kOpt) {
+    backend_.AddPositionEmbedding(batch.positions, config().position_offset,
+                                  Find(extent, base, tn::kPositionEmbed, true), x);
+  }
+}
+
+void Model::RunLayer(const ExtentView& extent, const std::byte* base, const StepBatch& batch) {
+  const ModelConfig& c = config();
+  const int n = static_cast<int>(batch.tokens.size());
+  const int layer = extent.info->layer;
+  auto weight = [&](const char* name) { return Find(extent, base, name, true); };
+  auto optional = [&](const char* name) { return Find(extent, base, name, false); };
+  Tensor x = act_.x.FirstRows(n), normed = act_.normed.FirstRows(n);
+  Tensor q = act_.q.FirstRows(n), k = act_.k.FirstRows(n), v = act_.v.FirstRows(n);
+  Tensor attention = act_.attention.FirstRows(n);
+
+  // Attention block: x += o(attention(norm(x))).
+  Normalize(x, weight(tn::kAttnNorm), optional(tn::kAttnNormBias), normed);
+  backend_.MatMul(normed, weight(tn::kQ), optional(tn::kQBias), q);
+  backend_.MatMul(normed, weight(tn::kK), optional(tn::kKBias), k);
+  backend_.MatMul(normed, weight(tn::kV), optional(tn::kVBias), v);
+  if (c.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
+    const float eps = static_cast<float>(c.norm_eps);
+    backend_.RmsNorm(q.Reshaped(c.head_dim), weight(tn::kQNorm), eps, q.Reshaped(c.head_dim));
+    backend_.RmsNorm(k.Reshaped(c.head_dim), weight(tn::kKNorm), eps, k.Reshaped(c.head_dim));
+  }
+  if (c.family == Family::kLlama) {
+    backend_.Rope(q, batch.positions, c.num_heads);
+    backend_.Rope(k, batch.positions, c.num_kv_heads);
+  }
+  backend_.StoreKv(layer, batch.chunks, k, v);
+  AttentionShape shape;
+  shape.num_heads = c.num_heads;
+  shape.num_kv_heads = c.num_kv_heads;
+  shape.head_dim = c.head_dim;
+  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  backend_.Attention(layer, batch.chunks, q, shape, attention);
+  backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
+  backend_.Add(x, normed);
+
+  // MLP block: x += down(act(norm(x))).
+  Tensor gate = act_.gate.FirstRows(n), up = act_.up.FirstRows(n);
+  Normalize(x, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), normed);
+  backend_.MatMul(normed, weight(tn::kUp), optional(tn::kUpBias), up);
+  if (c.family == Family::kLlama) {
+    backend_.MatMul(normed, weight(tn::kGate), optional(tn::kGateBias), gate);
+    backend_.SiluMul(gate, up, up);
+  } else {
+    backend_.Relu(up);
+  }
+  backend_.MatMul(up, weight(tn::kDown), optional(tn::kDownBias), normed);
+  backend_.Add(x, normed);
+}
+
+void Model::RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
+                    std::span<float> logits) {
+  const int rows = static_cast<int>(batch.logit_rows.size());
+  if (rows == 0) return;
+  Tensor last = act_.last.FirstRows(rows), normed = act_.last_normed.FirstRows(rows);
+  backend_.GatherRows(act_.x.FirstRows(static_cast<int64_t>(batch.tokens.size())),
+                      batch.logit_rows, last);
+  Normalize(last, Find(extent, base, tn::kFinalNorm, true),
+            Find(extent, base, tn::kFinalNormBias, false), normed);
+  Tensor head_input = normed;
+  if (config().has_embed_projection()) {
+    head_input = act_.last_projected.FirstRows(rows);
+    backend_.MatMul(normed, Find(extent, base, tn::kProjectOut, true), {}, head_input);
+  }
+  Tensor out = act_.logits.FirstRows(rows);
+  backend_.MatMul(head_input, Find(extent, base, tn::kLmHead, true), {}, out);
+  backend_.CopyToHost(out, logits);
+}
+
+}  // namespace zinf

@@ -1,0 +1,22 @@
+// OpenWeightSource: turns the user's placement options into a TieredWeightSource.
+#include "io/weight_source_factory.h"
+
+#include <spdlog/spdlog.h>
+
+#include "io/tiered_weight_source.h"
+
+namespace zinf::io {
+
+std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
+                                               const WeightSourceOptions& options) {
+  // One placement for every extent today; a planner may later mix them per extent.
+  std::vector<WeightPlacement> placements(checkpoint.extents.size(), options.placement);
+  TieredOptions tiered;
+  tiered.prefetch_depth = options.prefetch_depth;
+  tiered.reader.allow_direct_io = options.allow_direct_io;
+  auto source = std::make_unique<TieredWeightSource>(checkpoint, std::move(placements), tiered);
+  spdlog::info("weights {}: {}", checkpoint.weights_file, source->Describe());
+  return source;
+}
+
+}  // namespace zinf::io
