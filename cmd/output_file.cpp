@@ -24,6 +24,16 @@ std::string Dump(const Json& object) {
   return object.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
+// nlohmann's messages start with "[json.exception.parse_error.101] "; users need only the rest.
+std::string JsonMessage(const std::exception& error) {
+  std::string message = error.what();
+  if (message.rfind("[json.exception.", 0) == 0) {
+    const size_t end = message.find("] ");
+    if (end != std::string::npos) message.erase(0, end + 2);
+  }
+  return message;
+}
+
 Json LogprobJson(const TokenLogprob& logprob) {
   Json object;
   object["id"] = logprob.id;
@@ -46,12 +56,14 @@ OutputFile::OutputFile(const std::string& path, bool resume) : path_(path) {
   if (fd_ < 0) Fail("cannot open output file {}: {}", path_, std::strerror(errno));
   try {
     struct stat info;
-    if (::fstat(fd_, &info) != 0) Fail("cannot stat output file {}: {}", path_, std::strerror(errno));
+    if (::fstat(fd_, &info) != 0)
+      Fail("cannot stat output file {}: {}", path_, std::strerror(errno));
     const bool regular = S_ISREG(info.st_mode);
     if (!resume && regular && info.st_size > 0) {
-      Fail("output file {} already holds results ({} bytes); pass --resume to continue it, or "
-           "choose another --out path",
-           path_, static_cast<int64_t>(info.st_size));
+      Fail(
+          "output file {} already holds results ({} bytes); pass --resume to continue it, or "
+          "choose another --out path",
+          path_, static_cast<int64_t>(info.st_size));
     }
     if (resume) {
       if (!regular) Fail("--resume needs a regular output file, and {} is not one", path_);
@@ -102,15 +114,17 @@ void OutputFile::LoadForResume() {
     try {
       object = Json::parse(text);
     } catch (const Json::parse_error& error) {
-      Fail("{}:{}: not valid JSON ({}); only the last line of an interrupted run can be torn, so "
-           "the file is damaged: fix or delete that line, or choose another --out path",
-           path_, line, error.what());
+      Fail(
+          "{}:{}: not valid JSON ({}); only the last line of an interrupted run can be torn, so "
+          "the file is damaged: fix or delete that line, or choose another --out path",
+          path_, line, JsonMessage(error));
     }
     const auto id = object.is_object() ? object.find("id") : object.end();
     if (!object.is_object() || id == object.end() || !id->is_string()) {
-      Fail("{}:{}: not a zinf result (a JSON object with a string \"id\"); is this the right "
-           "--out file?",
-           path_, line);
+      Fail(
+          "{}:{}: not a zinf result (a JSON object with a string \"id\"); is this the right "
+          "--out file?",
+          path_, line);
     }
     done_ids_.insert(id->get<std::string>());
   }

@@ -87,9 +87,9 @@ std::string JsonMessage(const std::exception& error) {
 }
 
 const std::set<std::string, std::less<>> kKnownKeys = {
-    "id",          "prompt", "prompt_ids",         "max_new_tokens", "temperature",
-    "top_k",       "top_p",  "min_p",              "repetition_penalty",
-    "seed",        "stop",   "ignore_eos",         "logprobs"};
+    "id",    "prompt",     "prompt_ids", "max_new_tokens",     "temperature",
+    "top_k", "top_p",      "min_p",      "repetition_penalty", "seed",
+    "stop",  "ignore_eos", "logprobs"};
 
 int IntField(const Json& value, std::string_view key, int min_value) {
   if (!value.is_number_integer()) Fail("\"{}\" must be an integer, got {}", key, value.dump());
@@ -167,9 +167,10 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
   if (!object.is_object()) Fail("each line must be a JSON object, got {}", object.type_name());
   for (const auto& [key, value] : object.items()) {
     if (!kKnownKeys.contains(key)) {
-      Fail("unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
-           "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
-           key);
+      Fail(
+          "unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
+          "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
+          key);
     }
   }
   PromptEntry entry;
@@ -227,8 +228,8 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
   // JSON text must be UTF-8; parse a repaired copy so the request keeps its id and is reported
   // as failed, rather than failing the whole file.
   PromptEntry entry = ParseJsonLine(ReplaceInvalidUtf8(text), line);
-  entry.error = fmt::format("line {}: prompt is not valid UTF-8 at byte {} of the line", line,
-                            bad_byte);
+  entry.error =
+      fmt::format("line {}: prompt is not valid UTF-8 at byte {} of the line", line, bad_byte);
   return entry;
 }
 
@@ -236,7 +237,8 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
 
 PromptFileFormat PromptFileFormatFor(std::string_view path) {
   for (std::string_view extension : {".jsonl", ".json", ".ndjson"}) {
-    if (path.size() >= extension.size() && path.ends_with(extension)) return PromptFileFormat::kJsonl;
+    if (path.size() >= extension.size() && path.ends_with(extension))
+      return PromptFileFormat::kJsonl;
   }
   return PromptFileFormat::kText;
 }
@@ -272,8 +274,7 @@ std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view
   return entries;
 }
 
-std::vector<PromptEntry> ReadPromptFile(const std::string& path,
-                                        const PromptFileOptions& options) {
+std::vector<PromptEntry> ReadPromptFile(const std::string& path, const PromptFileOptions& options) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   if (!file) Fail("cannot open prompt file {}: {}", path, std::strerror(errno));

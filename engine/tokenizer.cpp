@@ -37,15 +37,23 @@ int64_t FindInvalidUtf8(std::string_view text) {
       ++pos;
       continue;
     }
-    size_t length;
-    uint32_t code_point;
-    uint32_t min_code_point;  // smaller values are overlong encodings
+    // Sequence length, payload bits of the lead byte, and the smallest code point that needs
+    // this length (smaller ones are overlong encodings).
+    size_t length = 0;
+    uint32_t code_point = 0;
+    uint32_t min_code_point = 0;
     if ((lead & 0xe0) == 0xc0) {
-      length = 2, code_point = lead & 0x1f, min_code_point = 0x80;
+      length = 2;
+      code_point = lead & 0x1f;
+      min_code_point = 0x80;
     } else if ((lead & 0xf0) == 0xe0) {
-      length = 3, code_point = lead & 0x0f, min_code_point = 0x800;
+      length = 3;
+      code_point = lead & 0x0f;
+      min_code_point = 0x800;
     } else if ((lead & 0xf8) == 0xf0) {
-      length = 4, code_point = lead & 0x07, min_code_point = 0x10000;
+      length = 4;
+      code_point = lead & 0x07;
+      min_code_point = 0x10000;
     } else {
       return static_cast<int64_t>(pos);  // a continuation byte, or 0xf8..0xff
     }

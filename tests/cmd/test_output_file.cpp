@@ -1,12 +1,12 @@
 // Tests for cmd/output_file: line format, no silent overwrite, resume after a torn write.
 // cmd/ is built only into the zinf binary, so the source under test is compiled in here.
-#include "cmd/output_file.cpp"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "cmd/output_file.cpp"
 
 namespace zinf::cli {
 namespace {

@@ -1,12 +1,12 @@
 // Tests for cmd/prompt_file: text and JSONL prompts, overrides, bad lines, invalid UTF-8.
 // cmd/ is built only into the zinf binary, so the source under test is compiled in here.
-#include "cmd/prompt_file.cpp"
-
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+
+#include "cmd/prompt_file.cpp"
 
 namespace zinf::cli {
 namespace {
@@ -107,9 +107,9 @@ TEST_CASE("overrides apply onto the CLI defaults", "[prompts]") {
   defaults.sampling.temperature = 0.7;
   defaults.sampling.seed = 5;
   defaults.stop = {"\n\n"};
-  const auto entries = ParsePrompts(
-      "{\"prompt_ids\": [4, 5], \"id\": \"q\", \"temperature\": 0, \"top_k\": 3}\n", "p.jsonl",
-      PromptFileFormat::kJsonl);
+  const auto entries =
+      ParsePrompts("{\"prompt_ids\": [4, 5], \"id\": \"q\", \"temperature\": 0, \"top_k\": 3}\n",
+                   "p.jsonl", PromptFileFormat::kJsonl);
   REQUIRE(entries.size() == 1);
   const Request request = RequestFor(entries[0], defaults);
   CHECK(request.id == "q");
@@ -129,7 +129,8 @@ TEST_CASE("malformed jsonl lines are errors naming file and line", "[prompts]") 
              Catch::StartsWith("p.jsonl:2: not valid JSON"));
   CHECK_THAT(ErrorOf(good + good + "{\"promt\": \"x\"}\n", jsonl),
              Catch::StartsWith("p.jsonl:3: unknown key \"promt\""));
-  CHECK_THAT(ErrorOf("[1, 2]\n", jsonl), Catch::Contains("p.jsonl:1: each line must be a JSON object"));
+  CHECK_THAT(ErrorOf("[1, 2]\n", jsonl),
+             Catch::Contains("p.jsonl:1: each line must be a JSON object"));
   CHECK_THAT(ErrorOf("{\"id\": \"a\"}\n", jsonl), Catch::Contains("exactly one of"));
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"prompt_ids\": [1]}\n", jsonl),
              Catch::Contains("exactly one of"));
@@ -149,9 +150,9 @@ TEST_CASE("malformed jsonl lines are errors naming file and line", "[prompts]") 
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"ignore_eos\": 1}\n", jsonl),
              Catch::Contains("ignore_eos"));
   // Duplicate ids, including an explicit id that equals another line's default.
-  CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"id\": \"x\"}\n{\"prompt\": \"b\", \"id\": \"x\"}\n",
-                     jsonl),
-             Catch::StartsWith("p.jsonl:2: duplicate id \"x\""));
+  CHECK_THAT(
+      ErrorOf("{\"prompt\": \"a\", \"id\": \"x\"}\n{\"prompt\": \"b\", \"id\": \"x\"}\n", jsonl),
+      Catch::StartsWith("p.jsonl:2: duplicate id \"x\""));
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"id\": 1}\n", jsonl),
              Catch::StartsWith("p.jsonl:2: duplicate id \"1\""));
   CHECK(ErrorOf(good + "   \n" + good, jsonl) == "no error");
@@ -185,7 +186,8 @@ TEST_CASE("invalid UTF-8 flags the entry, not the file", "[prompts]") {
   }
   SECTION("jsonl") {
     const auto entries = ParsePrompts(
-        "{\"prompt\": \"ok\"}\n{\"id\": \"b\", \"prompt\": \"x\xFFy\"}\n{\"prompt\": \"\xF0\x9F\x98\x80\"}\n",
+        "{\"prompt\": \"ok\"}\n{\"id\": \"b\", \"prompt\": \"x\xFFy\"}\n{\"prompt\": "
+        "\"\xF0\x9F\x98\x80\"}\n",
         "p.jsonl", PromptFileFormat::kJsonl);
     REQUIRE(entries.size() == 3);
     CHECK(entries[0].error.empty());
@@ -199,13 +201,16 @@ TEST_CASE("invalid UTF-8 flags the entry, not the file", "[prompts]") {
 TEST_CASE("the UTF-8 validator is strict", "[prompts]") {
   CHECK(FirstInvalidUtf8("plain ascii") == -1);
   CHECK(FirstInvalidUtf8("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80") == -1);  // é € 😀
-  CHECK(FirstInvalidUtf8("\xC0\xAF") == 0);                              // overlong '/'
-  CHECK(FirstInvalidUtf8("a\xE0\x80\xAF") == 1);                         // overlong 3-byte
-  CHECK(FirstInvalidUtf8("ab\xED\xA0\x80") == 2);                        // surrogate
-  CHECK(FirstInvalidUtf8("\xF4\x90\x80\x80") == 0);                      // above U+10FFFF
-  CHECK(FirstInvalidUtf8("ok\xE2\x82") == 2);                            // truncated
-  CHECK(FirstInvalidUtf8("\x80") == 0);                                  // lone continuation
-  CHECK(ReplaceInvalidUtf8("a\xFF" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(FirstInvalidUtf8("\xC0\xAF") == 0);                               // overlong '/'
+  CHECK(FirstInvalidUtf8("a\xE0\x80\xAF") == 1);                          // overlong 3-byte
+  CHECK(FirstInvalidUtf8("ab\xED\xA0\x80") == 2);                         // surrogate
+  CHECK(FirstInvalidUtf8("\xF4\x90\x80\x80") == 0);                       // above U+10FFFF
+  CHECK(FirstInvalidUtf8("ok\xE2\x82") == 2);                             // truncated
+  CHECK(FirstInvalidUtf8("\x80") == 0);                                   // lone continuation
+  CHECK(ReplaceInvalidUtf8("a\xFF"
+                           "b") ==
+        "a\xEF\xBF\xBD"
+        "b");
 }
 
 TEST_CASE("a missing prompt file names the path and the reason", "[prompts]") {

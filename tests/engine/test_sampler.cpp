@@ -1,12 +1,11 @@
 // Tests for engine/sampler: greedy, seeding, top-k/top-p/min-p, repetition penalty, distribution.
-#include "engine/sampler.h"
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/sampler.h"
 
 namespace zinf {
 namespace {

@@ -1,0 +1,98 @@
+// Test harness: the same wiring as `zinf generate`, in-process.
+#include "tests/engine/harness.h"
+
+#include <algorithm>
+#include <map>
+
+#include "engine/cpu_backend.h"
+#include "engine/generator.h"
+#include "engine/model.h"
+#include "model_formats/converter.h"
+#include "model_formats/tokenizer_loader.h"
+#include "model_formats/zinf_format.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name) {
+  const std::string out_dir = MakeTempDir(name);
+  formats::ConvertOptions options;
+  options.overwrite = true;
+  formats::ConvertCheckpoint(hf_dir, out_dir, options);
+  LoadedModel model;
+  model.checkpoint = formats::LoadCheckpoint(out_dir);
+  if (model.checkpoint.tokenizer) model.tokenizer = formats::LoadCheckpointTokenizer(model.checkpoint);
+  return model;
+}
+
+const LoadedModel& Stories260K() {
+  static const LoadedModel model =
+      ConvertAndLoad(std::string(ZINF_SOURCE_DIR) + "/models/stories260K", "stories260K");
+  return model;
+}
+
+std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,
+                                 const EngineSettings& settings) {
+  io::WeightSourceOptions source_options;
+  source_options.placement = settings.placement;
+  source_options.prefetch_depth = settings.prefetch_depth;
+  auto weights = io::OpenWeightSource(model.checkpoint, source_options);
+  CpuBackend backend(settings.threads);
+  ModelLimits limits;
+  limits.max_sequences = settings.batch_size;
+  limits.max_tokens_per_step = settings.step_tokens;
+  limits.max_context = settings.max_context > 0 ? settings.max_context
+                                                : model.checkpoint.config.max_position_embeddings;
+  Model engine(model.checkpoint, backend, *weights, limits);
+  GeneratorOptions options;
+  options.eos_ids = model.checkpoint.config.eos_token_ids;
+  Generator generator(engine, model.tokenizer.get(), options);
+
+  size_t next = 0;
+  std::map<std::string, Completion> by_id;
+  GeneratorCallbacks callbacks;
+  callbacks.next_request = [&]() -> std::optional<Request> {
+    if (next == requests.size()) return std::nullopt;
+    return requests[next++];
+  };
+  callbacks.on_complete = [&](const Request& request, Completion&& completion) {
+    by_id[request.id] = std::move(completion);
+  };
+  callbacks.on_error = [&](const Request& request, const std::string& message) {
+    Completion failed;
+    failed.id = request.id;
+    failed.text = "ERROR: " + message;
+    by_id[request.id] = failed;
+  };
+  generator.Run(callbacks, nullptr);
+  std::vector<Completion> ordered;
+  for (const Request& request : requests) ordered.push_back(by_id.at(request.id));
+  return ordered;
+}
+
+std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids) {
+  io::WeightSourceOptions source_options;
+  auto weights = io::OpenWeightSource(model.checkpoint, source_options);
+  CpuBackend backend(2);
+  ModelLimits limits;
+  limits.max_sequences = 1;
+  limits.max_tokens_per_step = static_cast<int>(prompt_ids.size());
+  limits.max_context = model.checkpoint.config.max_position_embeddings;
+  Model engine(model.checkpoint, backend, *weights, limits);
+  StepBatch batch;
+  batch.AddChunk(0, 0, prompt_ids, true);
+  std::vector<float> logits(model.checkpoint.config.vocab_size);
+  engine.Forward(batch, logits);
+  return logits;
+}
+
+Request GreedyRequest(std::string id, std::vector<TokenId> prompt_ids, int max_new_tokens) {
+  Request request;
+  request.id = std::move(id);
+  request.prompt_ids = std::move(prompt_ids);
+  request.max_new_tokens = max_new_tokens;
+  request.ignore_eos = true;
+  return request;
+}
+
+}  // namespace zinf::testing

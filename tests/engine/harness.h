@@ -1,0 +1,44 @@
+// Runs the engine in-process for tests: convert a model once, generate with chosen settings.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/request.h"
+#include "engine/tokenizer.h"
+#include "io/weight_source_factory.h"
+
+namespace zinf::testing {
+
+struct EngineSettings {
+  io::WeightPlacement placement = io::WeightPlacement::kResident;
+  int prefetch_depth = 1;
+  int batch_size = 8;
+  int step_tokens = 512;
+  int threads = 2;
+  int max_context = 0;  // 0: the model's
+};
+
+struct LoadedModel {
+  Checkpoint checkpoint;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// The bundled stories260K, converted once per process (f32).
+const LoadedModel& Stories260K();
+// Converts an HF directory into a fresh zinf directory and loads it.
+LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name);
+
+// Completions in request order.
+std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,
+                                 const EngineSettings& settings);
+
+// Next-token logits at the last position of `prompt_ids`.
+std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids);
+
+// A greedy request for `prompt_ids` that ignores EOS.
+Request GreedyRequest(std::string id, std::vector<TokenId> prompt_ids, int max_new_tokens);
+
+}  // namespace zinf::testing
