@@ -42,8 +42,10 @@ UringReader::UringReader(std::string path, std::vector<std::span<std::byte>> buf
                          const ReaderOptions& options)
     : path_(std::move(path)), buffers_(std::move(buffers)), options_(options) {
   ZINF_CHECK(options_.queue_depth > 0, "queue depth must be positive");
-  ZINF_CHECK(options_.chunk_bytes > 0 && options_.chunk_bytes % kExtentAlignment == 0,
-             "chunk size {} is not a positive multiple of {}", options_.chunk_bytes,
+  // A chunk is one read: its length must fit the SQE's 32-bit length; 1 GiB is far beyond useful.
+  ZINF_CHECK(options_.chunk_bytes > 0 && options_.chunk_bytes % kExtentAlignment == 0 &&
+                 options_.chunk_bytes <= kMaxRegisteredBufferBytes,
+             "chunk size {} is not a positive multiple of {} up to 1 GiB", options_.chunk_bytes,
              kExtentAlignment);
   for (const std::span<std::byte>& buffer : buffers_) {
     ZINF_CHECK(!buffer.empty() && reinterpret_cast<uintptr_t>(buffer.data()) % 4096 == 0,
