@@ -26,6 +26,9 @@ std::unique_ptr<Tokenizer> OpenTokenizer(const TokenizeOptions& options) {
   if (!options.model_dir.empty()) {
     return formats::LoadCheckpointTokenizer(formats::LoadCheckpoint(options.model_dir));
   }
+  if (options.tokenizer_file.ends_with(".json")) {
+    return formats::LoadHfJsonTokenizer(options.tokenizer_file);
+  }
   // A bare tokenizer.model: BOS added, EOS not, as Llama-family tokenizer configs default to.
   return formats::LoadSentencePieceTokenizer(options.tokenizer_file, true, false);
 }
@@ -91,7 +94,7 @@ void RunDetokenize(const TokenizeOptions& options) {
 
 void AddTokenizerOptions(CLI::App* command, TokenizeOptions& options) {
   command->add_option("--model", options.model_dir, "converted zinf checkpoint directory");
-  command->add_option("--tokenizer", options.tokenizer_file, "a tokenizer.model file");
+  command->add_option("--tokenizer", options.tokenizer_file, "a tokenizer.json or tokenizer.model file");
 }
 
 }  // namespace

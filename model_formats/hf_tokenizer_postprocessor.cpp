@@ -1,4 +1,5 @@
-// Post-processors reduced to a prefix and suffix of special ids around the single sequence.
+// Post-processors reduced to a prefix and suffix of special ids around the
+// single sequence.
 #include "model_formats/hf_tokenizer_postprocessor.h"
 
 #include "engine/error.h"
@@ -6,56 +7,69 @@
 namespace zinf::formats::hf {
 namespace {
 
-void ParseTemplate(const nlohmann::json& json, const std::string& file, SpecialTemplate& out) {
-  const nlohmann::json& special_tokens = json.value("special_tokens", nlohmann::json::object());
+void ParseTemplate(const nlohmann::json &json, const std::string &file,
+                   SpecialTemplate &out) {
+  const nlohmann::json &special_tokens =
+      json.value("special_tokens", nlohmann::json::object());
   bool seen_sequence = false;
-  for (const nlohmann::json& item : json.at("single")) {
+  for (const nlohmann::json &item : json.at("single")) {
     if (item.contains("Sequence")) {
       seen_sequence = true;
       continue;
     }
     if (!item.contains("SpecialToken")) {
-      Fail("tokenizer '{}': TemplateProcessing item {} is neither SpecialToken nor Sequence", file,
-           item.dump());
+      Fail("tokenizer '{}': TemplateProcessing item {} is neither SpecialToken "
+           "nor Sequence",
+           file, item.dump());
     }
-    const std::string name = item.at("SpecialToken").at("id").get<std::string>();
+    const std::string name =
+        item.at("SpecialToken").at("id").get<std::string>();
     if (!special_tokens.contains(name)) {
-      Fail("tokenizer '{}': TemplateProcessing uses '{}' but its special_tokens lack it", file,
-           name);
+      Fail("tokenizer '{}': TemplateProcessing uses '{}' but its "
+           "special_tokens lack it",
+           file, name);
     }
-    const auto ids = special_tokens.at(name).at("ids").get<std::vector<TokenId>>();
-    std::vector<TokenId>& side = seen_sequence ? out.suffix : out.prefix;
+    const auto ids =
+        special_tokens.at(name).at("ids").get<std::vector<TokenId>>();
+    std::vector<TokenId> &side = seen_sequence ? out.suffix : out.prefix;
     side.insert(side.end(), ids.begin(), ids.end());
   }
 }
 
-}  // namespace
+} // namespace
 
-SpecialTemplate ParsePostProcessor(const nlohmann::json& json, const std::string& file) {
+SpecialTemplate ParsePostProcessor(const nlohmann::json &json,
+                                   const std::string &file) {
   SpecialTemplate result;
-  if (json.is_null()) return result;
+  if (json.is_null())
+    return result;
   const std::string type = json.at("type").get<std::string>();
-  if (type == "ByteLevel") return result;  // only trims offsets, which zinf does not report
+  if (type == "ByteLevel")
+    return result; // only trims offsets, which zinf does not report
   if (type == "TemplateProcessing") {
     ParseTemplate(json, file, result);
     return result;
   }
-  if (type == "RobertaProcessing" || type == "BertProcessing") {  // cls $A sep
+  if (type == "RobertaProcessing" || type == "BertProcessing") { // cls $A sep
     result.prefix.push_back(json.at("cls").at(1).get<TokenId>());
     result.suffix.push_back(json.at("sep").at(1).get<TokenId>());
     return result;
   }
   if (type == "Sequence") {
-    for (const nlohmann::json& step : json.at("processors")) {
+    for (const nlohmann::json &step : json.at("processors")) {
       const SpecialTemplate inner = ParsePostProcessor(step, file);
       // Each processor wraps what the previous ones produced.
-      result.prefix.insert(result.prefix.begin(), inner.prefix.begin(), inner.prefix.end());
-      result.suffix.insert(result.suffix.end(), inner.suffix.begin(), inner.suffix.end());
+      result.prefix.insert(result.prefix.begin(), inner.prefix.begin(),
+                           inner.prefix.end());
+      result.suffix.insert(result.suffix.end(), inner.suffix.begin(),
+                           inner.suffix.end());
     }
     return result;
   }
-  Fail("tokenizer '{}': unknown post_processor type '{}' (zinf supports TemplateProcessing, "
-       "ByteLevel, RobertaProcessing, BertProcessing, Sequence)", file, type);
+  Fail("tokenizer '{}': unknown post_processor type '{}' (zinf supports "
+       "TemplateProcessing, "
+       "ByteLevel, RobertaProcessing, BertProcessing, Sequence)",
+       file, type);
 }
 
-}  // namespace zinf::formats::hf
+} // namespace zinf::formats::hf

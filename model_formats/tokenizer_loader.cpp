@@ -33,8 +33,8 @@ std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const Checkpoint& checkpoint)
   }
   const std::filesystem::path path = std::filesystem::path(checkpoint.directory) / spec.file;
   if (!std::filesystem::exists(path)) {
-    Fail("checkpoint '{}': tokenizer file '{}' is missing; copy {} from the original model "
-         "directory", checkpoint.directory, path.string(), spec.file);
+    Fail("checkpoint '{}': {} tokenizer file '{}' is missing; copy {} from the original model "
+         "directory", checkpoint.directory, spec.kind, path.string(), spec.file);
   }
   if (spec.kind == "hf-json") return LoadHfJsonTokenizer(path.string());
   return LoadSentencePieceTokenizer(path.string(), spec.add_bos, spec.add_eos);
