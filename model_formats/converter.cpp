@@ -132,12 +132,14 @@ void ReadTokenizerFlags(const fs::path& config_path, TokenizerSpec& spec) {
 
 std::optional<TokenizerSpec> DetectTokenizer(const fs::path& hf_dir) {
   TokenizerSpec spec;
-  if (fs::exists(hf_dir / "tokenizer.model")) {
-    spec.kind = "sentencepiece";
-    spec.file = "tokenizer.model";
-  } else if (fs::exists(hf_dir / "tokenizer.json")) {
+  // tokenizer.json first: it is what the Hugging Face tokenizers library (the reference users
+  // compare against) loads when a checkpoint ships both.
+  if (fs::exists(hf_dir / "tokenizer.json")) {
     spec.kind = "hf-json";
     spec.file = "tokenizer.json";
+  } else if (fs::exists(hf_dir / "tokenizer.model")) {
+    spec.kind = "sentencepiece";
+    spec.file = "tokenizer.model";
   } else {
     spdlog::warn(
         "{} has no tokenizer.model or tokenizer.json: the checkpoint will have no "

@@ -1,6 +1,6 @@
 // Safetensors reader and writer: the real stories260K file, a roundtrip, shards, and hostile headers.
+#include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -83,7 +83,7 @@ TEST_CASE("WriteSafetensors roundtrips names, dtypes, shapes and bytes", "[safet
     CHECK(it->dtype == expected.dtype);
     CHECK(it->shape == expected.shape);
     REQUIRE(it->data.size() == expected.data.size());
-    CHECK(std::memcmp(it->data.data(), expected.data.data(), expected.data.size()) == 0);
+    CHECK(std::equal(it->data.begin(), it->data.end(), expected.data.begin()));
     CHECK(it->file == path);
   }
   uint64_t header_bytes = 0;
