@@ -1,40 +1,61 @@
 // zinf convert HF_DIR OUT_DIR [--dtype f32|f16|bf16] [--force]
+// zinf convert --synthetic CONFIG.json OUT_DIR [--dtype …] [--seed N]
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.h"
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
 #include "model_formats/converter.h"
+#include "model_formats/synthetic_checkpoint.h"
 
 namespace zinf::cli {
 
 namespace {
 
 struct ConvertCommandOptions {
-  std::string hf_dir;
-  std::string out_dir;
+  std::vector<std::string> paths;  // HF_DIR OUT_DIR, or OUT_DIR with --synthetic
+  std::string synthetic_config;
   std::string dtype;
+  uint64_t seed = 0;
   bool force = false;
 };
 
 void RunConvert(const ConvertCommandOptions& options) {
-  formats::ConvertOptions convert;
-  if (!options.dtype.empty()) {
-    convert.dtype = ParseDType(options.dtype);
-    if (!convert.dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16", options.dtype);
+  const bool synthetic = !options.synthetic_config.empty();
+  const size_t expected_paths = synthetic ? 1 : 2;
+  if (options.paths.size() != expected_paths) {
+    Fail("usage: zinf convert HF_DIR OUT_DIR, or zinf convert --synthetic CONFIG.json OUT_DIR");
   }
-  convert.overwrite = options.force;
+  std::optional<DType> dtype;
+  if (!options.dtype.empty()) {
+    dtype = ParseDType(options.dtype);
+    if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16", options.dtype);
+  }
   ProgressBar progress("converting", 1);
-  convert.progress = [&](uint64_t done, uint64_t total) {
+  auto on_progress = [&](uint64_t done, uint64_t total) {
     progress.SetTotal(total);
     progress.Update(done, fmt::format("{:.1f}/{:.1f} MiB", done / 1048576.0, total / 1048576.0));
   };
-  const formats::ConvertSummary summary =
-      formats::ConvertCheckpoint(options.hf_dir, options.out_dir, convert);
+  const std::string& out_dir = options.paths.back();
+  formats::ConvertSummary summary;
+  if (synthetic) {
+    formats::SyntheticOptions synthetic_options;
+    if (dtype) synthetic_options.dtype = *dtype;
+    synthetic_options.seed = options.seed;
+    synthetic_options.overwrite = options.force;
+    synthetic_options.progress = on_progress;
+    summary = formats::WriteSyntheticCheckpoint(options.synthetic_config, out_dir, synthetic_options);
+  } else {
+    formats::ConvertOptions convert;
+    convert.dtype = dtype;
+    convert.overwrite = options.force;
+    convert.progress = on_progress;
+    summary = formats::ConvertCheckpoint(options.paths.front(), out_dir, convert);
+  }
   progress.Finish();
-  spdlog::info("converted {} -> {}: {} tensors in {} extents, {:.1f} MiB", options.hf_dir,
-               options.out_dir, summary.num_tensors, summary.num_extents,
-               summary.weights_bytes / 1048576.0);
+  spdlog::info("wrote {}: {} tensors in {} extents, {:.1f} MiB{}", out_dir, summary.num_tensors,
+               summary.num_extents, summary.weights_bytes / 1048576.0,
+               synthetic ? " (synthetic weights)" : "");
 }
 
 }  // namespace
@@ -43,10 +64,17 @@ void AddConvertCommand(CLI::App& app) {
   auto options = std::make_shared<ConvertCommandOptions>();
   CLI::App* command = app.add_subcommand(
       "convert", "Convert a Hugging Face checkpoint (config.json, *.safetensors, tokenizer) into "
-                 "zinf's streaming format");
-  command->add_option("hf_dir", options->hf_dir, "Hugging Face model directory")->required();
-  command->add_option("out_dir", options->out_dir, "output directory")->required();
-  command->add_option("--dtype", options->dtype, "weight dtype: f32, f16 or bf16 (default: as stored)");
+                 "zinf's streaming format, or write a synthetic one from a config.json");
+  command->add_option("paths", options->paths, "HF_DIR OUT_DIR (or OUT_DIR with --synthetic)")
+      ->required()
+      ->expected(1, 2);
+  command->add_option("--synthetic", options->synthetic_config,
+                      "write deterministic pseudo-random weights of this config.json's shape "
+                      "(no download needed; for benchmarks)");
+  command->add_option("--dtype", options->dtype,
+                      "weight dtype: f32, f16 or bf16 (default: as stored; f16 for --synthetic)");
+  command->add_option("--seed", options->seed, "seed of the synthetic weights")
+      ->capture_default_str();
   command->add_flag("--force", options->force, "overwrite an existing converted checkpoint");
   command->callback([options] { RunConvert(*options); });
 }

@@ -1,12 +1,13 @@
 // zinf generate --model DIR --prompts FILE [--out FILE]: batched generation over a prompt file,
-// one JSONL line per request written as each finishes.
+// one JSONL line per request written as each finishes. The prompt file is streamed: checked once
+// before any work starts, then read again request by request as batch slots free up.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <deque>
 #include <thread>
 
 #include "cmd/commands.h"
+#include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
 #include "cmd/output_file.h"
 #include "cmd/progress_bar.h"
@@ -35,6 +36,7 @@ struct GenerateOptions {
   int threads = 0;
   std::string weights = "resident";
   int prefetch_depth = 1;
+  std::string fault_inject;  // testing only; see cmd/fault_injection.h
   Request defaults;
 };
 
@@ -42,38 +44,76 @@ struct GenerateOptions {
 // cache of a large batch stays within DRAM.
 constexpr int kDefaultMaxContext = 4096;
 
-struct Job {
-  std::deque<Request> pending;
-  std::vector<std::string> prompt_texts;  // by request index, for --print
-  size_t total = 0;
-};
-
-// Turns prompt-file entries into requests, skipping those already in the output; entries that
-// cannot run are written to the output as errors right away.
-Job PrepareJob(const std::vector<PromptEntry>& entries, const Tokenizer* tokenizer,
-               const Request& defaults, OutputFile& output) {
-  Job job;
-  for (const PromptEntry& entry : entries) {
-    if (output.done_ids().contains(entry.id)) continue;
-    ++job.total;
-    if (!entry.error.empty()) {
-      spdlog::warn("request {} (line {}): {}", entry.id, entry.line, entry.error);
-      output.AppendError(entry.id, entry.line, entry.error);
-      continue;
+// Reads the whole prompt file once, one line at a time, before any work: a malformed line, a
+// duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
+// Returns how many requests are left to do (those not already in the output).
+size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
+                       const OutputFile& output, bool has_tokenizer) {
+  PromptFileReader reader(path, options);
+  size_t to_do = 0;
+  while (std::optional<PromptEntry> entry = reader.Next()) {
+    if (output.done_ids().contains(entry->id)) continue;
+    if (entry->text && !has_tokenizer) {
+      Fail("{}:{}: a text prompt needs a tokenizer, and this checkpoint has none; give "
+           "\"prompt_ids\" instead",
+           path, entry->line);
     }
-    Request request = RequestFor(entry, defaults);
-    if (entry.text) {
-      if (tokenizer == nullptr) {
-        Fail("line {}: a text prompt needs a tokenizer, and this checkpoint has none; give "
-             "\"prompt_ids\" instead",
-             entry.line);
-      }
-      request.prompt_ids = tokenizer->Encode(*entry.text, /*add_special=*/true);
-    }
-    job.pending.push_back(std::move(request));
+    ++to_do;
   }
-  return job;
+  return to_do;
 }
+
+// Hands the generator one request at a time from the prompt file: skips ids already in the
+// output, writes entries that cannot run (invalid UTF-8) as error lines, tokenizes text prompts
+// on demand. Memory is one entry, not the file.
+// Failure: a line that turns malformed after CheckPromptFile (the file changed meanwhile) ends
+// the feed; error() then holds the message, and the caller fails once the requests in flight
+// are finished and written.
+class RequestFeed {
+ public:
+  RequestFeed(const std::string& path, const PromptFileOptions& options,
+              const Tokenizer* tokenizer, const Request& defaults, OutputFile& output)
+      : reader_(path, options), tokenizer_(tokenizer), defaults_(defaults), output_(output) {}
+
+  std::optional<Request> Next() {
+    while (!error_) {
+      std::optional<PromptEntry> entry;
+      try {
+        entry = reader_.Next();
+      } catch (const Error& error) {  // only the prompt file's errors: the output's propagate
+        error_ = error.what();
+        break;
+      }
+      if (!entry) break;
+      if (output_.done_ids().contains(entry->id)) continue;
+      if (entry->text && tokenizer_ == nullptr) {
+        error_ = fmt::format("{}:{}: a text prompt needs a tokenizer", reader_.path(), entry->line);
+        break;
+      }
+      if (!entry->error.empty()) {
+        spdlog::warn("request {} (line {}): {}", entry->id, entry->line, entry->error);
+        output_.AppendError(entry->id, entry->line, entry->error);
+        ++errors_written_;
+        continue;
+      }
+      Request request = RequestFor(*entry, defaults_);
+      if (entry->text) request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
+      return request;
+    }
+    return std::nullopt;
+  }
+
+  const std::optional<std::string>& error() const { return error_; }
+  size_t errors_written() const { return errors_written_; }
+
+ private:
+  PromptFileReader reader_;
+  const Tokenizer* tokenizer_;
+  const Request& defaults_;
+  OutputFile& output_;
+  std::optional<std::string> error_;
+  size_t errors_written_ = 0;
+};
 
 io::WeightPlacement ParsePlacement(const std::string& name) {
   if (name == "resident") return io::WeightPlacement::kResident;
@@ -94,20 +134,24 @@ void LogSummary(const GenerationStats& stats, const WeightIoStats& io, double se
 
 void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
+  std::vector<Fault> faults;
+  if (!options.fault_inject.empty()) faults = ParseFaultSpec(options.fault_inject);
+  if (options.batch_size < 1) Fail("--batch-size must be at least 1, got {}", options.batch_size);
+
+  // The output first: an unwritable --out (read-only directory, full disk) fails before any
+  // model or prompt is read.
+  OutputFile output(options.out, options.resume);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
-
-  const std::vector<PromptEntry> entries =
-      ReadPromptFile(options.prompts, PromptFileOptions{options.skip_bad_lines});
-  OutputFile output(options.out, options.resume);
-  Job job = PrepareJob(entries, tokenizer.get(), options.defaults, output);
+  const PromptFileOptions prompt_options{options.skip_bad_lines};
+  const size_t to_do =
+      CheckPromptFile(options.prompts, prompt_options, output, tokenizer != nullptr);
   if (!output.done_ids().empty()) {
     spdlog::info("resuming: {} requests already in {}, {} to go", output.done_ids().size(),
-                 output.path(), job.total);
+                 output.path(), to_do);
   }
 
-  if (options.batch_size < 1) Fail("--batch-size must be at least 1, got {}", options.batch_size);
   ModelLimits limits;
   limits.max_sequences = options.batch_size;
   limits.max_context = options.max_context > 0
@@ -118,7 +162,15 @@ void RunGenerate(GenerateOptions options) {
   io::WeightSourceOptions source_options;
   source_options.placement = ParsePlacement(options.weights);
   source_options.prefetch_depth = options.prefetch_depth;
-  std::unique_ptr<WeightSource> weights = io::OpenWeightSource(checkpoint, source_options);
+  std::unique_ptr<FaultInjector> faults_injected;
+  Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
+  if (!faults.empty()) {
+    faults_injected = std::make_unique<FaultInjector>(checkpoint, std::move(faults));
+    spdlog::warn("{}", faults_injected->Describe());
+    weights_checkpoint.weights_file = faults_injected->weights_path();
+    source_options.fault_hook = faults_injected->Hook();
+  }
+  std::unique_ptr<WeightSource> weights = io::OpenWeightSource(weights_checkpoint, source_options);
   const int threads = options.threads > 0 ? options.threads
                                           : static_cast<int>(std::thread::hardware_concurrency());
   CpuBackend backend(threads);
@@ -132,34 +184,46 @@ void RunGenerate(GenerateOptions options) {
   GeneratorOptions generator_options;
   generator_options.eos_ids = checkpoint.config.eos_token_ids;
   Generator generator(model, tokenizer.get(), generator_options);
-  ProgressBar progress("generating", job.total);
-  size_t finished = 0;
+  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output);
+  ProgressBar progress("generating", to_do);
+  size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries
+  auto written = [&] { return finished + feed.errors_written(); };
   GeneratorCallbacks callbacks;
-  callbacks.next_request = [&]() -> std::optional<Request> {
-    if (job.pending.empty()) return std::nullopt;
-    Request request = std::move(job.pending.front());
-    job.pending.pop_front();
-    return request;
-  };
+  callbacks.next_request = [&] { return feed.Next(); };
   callbacks.on_complete = [&](const Request& request, Completion&& completion) {
     output.Append(completion, AppendExtras{request.line_number});
     if (options.print) {
       fmt::print("[{}] {}\n", completion.id, completion.text);
       std::fflush(stdout);
     }
-    progress.Update(++finished);
+    progress.Update(++finished + feed.errors_written());
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
     spdlog::warn("request {} (line {}): {}", request.id, request.line_number, message);
     output.AppendError(request.id, request.line_number, message);
-    progress.Update(++finished);
+    progress.Update(++finished + feed.errors_written());
   };
   callbacks.on_step = [&](const GenerationStats& stats) {
-    progress.Update(finished, fmt::format("{} tok generated", stats.generated_tokens));
+    progress.Update(written(), fmt::format("{} tok generated", stats.generated_tokens));
   };
   const std::atomic<bool>* interrupted = InstallInterruptFlag();
-  generator.Run(callbacks, interrupted);
+  // Every line written so far is durable (OutputFile syncs each), so a failure here loses only
+  // the requests in flight; say where the finished ones are.
+  const std::string kept_where =
+      output.path() == "-" ? "" : fmt::format(" (kept in {}: rerun with --resume)", output.path());
+  try {
+    generator.Run(callbacks, interrupted);
+  } catch (const std::exception& error) {
+    progress.Finish();
+    Rethrow(error, fmt::format("generation stopped after {} finished requests{}", written(),
+                               kept_where));
+  }
   progress.Finish();
+  if (feed.error()) {
+    Fail("{}; stopped after {} finished requests{}; fix the line, or pass --skip-bad-lines, and "
+         "run again with --resume",
+         *feed.error(), written(), output.path() == "-" ? "" : " (kept in " + output.path() + ")");
+  }
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -167,7 +231,7 @@ void RunGenerate(GenerateOptions options) {
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
-                 finished, output.path(), job.total - finished);
+                 written(), output.path(), to_do - std::min(to_do, written()));
     g_exit_code = 130;
   }
 }
@@ -203,6 +267,10 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_option("--prefetch-depth", options->prefetch_depth,
                       "extents read ahead while one computes (streamed weights)")
       ->capture_default_str();
+  command->add_option("--fault-inject", options->fault_inject,
+                      "testing only: make weight reads fail or return bad bytes; SPEC is a "
+                      "comma-separated list of short, eagain, eio:EXTENT[@N], flip:EXTENT[@N] "
+                      "(docs/reliability.md)");
   Request& d = options->defaults;
   command->add_option("--max-new-tokens", d.max_new_tokens)->capture_default_str();
   command->add_option("--temperature", d.sampling.temperature, "0 is greedy")

@@ -59,6 +59,7 @@ OutputFile::OutputFile(const std::string& path, bool resume) : path_(path) {
     if (::fstat(fd_, &info) != 0)
       Fail("cannot stat output file {}: {}", path_, std::strerror(errno));
     const bool regular = S_ISREG(info.st_mode);
+    is_regular_ = regular;
     if (!resume && regular && info.st_size > 0) {
       Fail(
           "output file {} already holds results ({} bytes); pass --resume to continue it, or "
@@ -167,20 +168,41 @@ void OutputFile::AppendError(std::string_view id, int64_t line, std::string_view
 
 void OutputFile::WriteLine(std::string line) {
   line += '\n';
+  // Where the file ends before this line: a failed write is cut back to it, so the file keeps
+  // only whole lines (regular files only: stdout, pipes and devices cannot be cut back).
+  const off_t size_before = is_regular_ ? ::lseek(fd_, 0, SEEK_END) : -1;
   // One write(2) normally carries the whole line; the loop only matters for huge lines, pipes and
   // signals, and a crash inside it leaves a torn last line, which resume drops.
   size_t written = 0;
   while (written < line.size()) {
     const ssize_t result = ::write(fd_, line.data() + written, line.size() - written);
     if (result < 0 && errno == EINTR) continue;
-    if (result < 0) Fail("cannot write to output file {}: {}", path_, std::strerror(errno));
+    if (result < 0) FailWrite("write to", errno, size_before);
     written += static_cast<size_t>(result);
   }
   // fdatasync: the line is on disk before the request counts as done. Not for stdout (a pipe or a
   // terminal, where it fails with EINVAL and durability is the reader's business).
   if (!is_stdout_ && ::fdatasync(fd_) != 0 && errno != EINVAL) {
-    Fail("cannot sync output file {}: {}", path_, std::strerror(errno));
+    FailWrite("sync", errno, size_before);
   }
+  ++lines_written_;
+}
+
+void OutputFile::FailWrite(std::string_view action, int error_number, off_t size_before) {
+  // A full disk (ENOSPC), a quota (EDQUOT) or a file-size limit (EFBIG) may take part of the
+  // line first; remove it so every line in the file is a finished request.
+  if (size_before >= 0 && ::ftruncate(fd_, size_before) != 0) {
+    spdlog::warn("{}: cannot remove the partly written last line ({}); --resume will drop it",
+                 path_, std::strerror(errno));
+  }
+  const bool out_of_space =
+      error_number == ENOSPC || error_number == EDQUOT || error_number == EFBIG;
+  Fail("cannot {} output file {}: {}{}", action, path_, std::strerror(error_number),
+       out_of_space && !is_stdout_
+           ? fmt::format("; the {} results written by this run before it are intact: free some "
+                         "space, then run again with --resume",
+                         lines_written_)
+           : "");
 }
 
 }  // namespace zinf::cli

@@ -1,6 +1,8 @@
 // The JSONL results file of `zinf generate`: one durable line per request, resumable after a crash.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,7 +25,9 @@ struct AppendExtras {
 // character) is written with U+FFFD in place of each invalid byte.
 //
 // Durability: each line is one write(2) on an O_APPEND descriptor followed by fdatasync, so a
-// kill at any moment leaves at most the final line torn; resume drops that line.
+// kill at any moment leaves at most the final line torn; resume drops that line. A write that
+// fails (disk full, quota, file-size limit, I/O error) is cut back off the file before the error
+// is thrown, so the file keeps only whole lines and a rerun with --resume carries on.
 //
 // Ownership: owns the file descriptor (closed by the destructor; stdout is never closed).
 // Thread-safety: none; call from one thread.
@@ -51,11 +55,15 @@ class OutputFile {
  private:
   void LoadForResume();
   void WriteLine(std::string line);  // appends '\n', writes, syncs
+  // Cuts the file back to `size_before` (when >= 0) and throws naming the path and the errno.
+  [[noreturn]] void FailWrite(std::string_view action, int error_number, off_t size_before);
 
   std::string path_;
   int fd_ = -1;
   bool is_stdout_ = false;
+  bool is_regular_ = false;  // a regular file: a failed write can be cut back off it
   std::unordered_set<std::string> done_ids_;
+  int64_t lines_written_ = 0;  // by this process
 };
 
 }  // namespace zinf::cli

@@ -6,11 +6,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "engine/error.h"
 #include "engine/sampler.h"
@@ -233,6 +235,36 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
   return entry;
 }
 
+// Parses one line of a prompt file with the file-level checks (blank lines, duplicate ids, the
+// skip_bad_lines policy). nullopt: the line is blank or was skipped.
+std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
+                                            std::string_view name, PromptFileFormat format,
+                                            const PromptFileOptions& options,
+                                            std::unordered_set<std::string>& seen_ids) {
+  if (text.ends_with('\r')) text.remove_suffix(1);
+  const bool blank = format == PromptFileFormat::kText
+                         ? text.empty()
+                         : text.find_first_not_of(" \t") == std::string_view::npos;
+  if (blank) return std::nullopt;  // skipped, but still counted so line numbers match an editor's
+  try {
+    PromptEntry entry = ParseLine(text, line, format);
+    // A text file's ids are its line numbers, unique by construction: only JSONL ids are kept,
+    // so a text file of millions of lines needs no memory per line.
+    if (format == PromptFileFormat::kJsonl && !seen_ids.insert(entry.id).second) {
+      Fail("duplicate id \"{}\"", entry.id);
+    }
+    return entry;
+  } catch (const Error& error) {
+    if (!options.skip_bad_lines) {
+      Fail("{}:{}: {} (pass --skip-bad-lines to skip such lines)", name, line, error.what());
+    }
+    spdlog::warn("{}:{}: {}; skipping the line", name, line, error.what());
+    return std::nullopt;
+  }
+}
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
 }  // namespace
 
 PromptFileFormat PromptFileFormatFor(std::string_view path) {
@@ -245,45 +277,53 @@ PromptFileFormat PromptFileFormatFor(std::string_view path) {
 
 std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view name,
                                       PromptFileFormat format, const PromptFileOptions& options) {
-  if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);  // UTF-8 byte-order mark
+  if (content.starts_with(kByteOrderMark)) content.remove_prefix(kByteOrderMark.size());
   std::vector<PromptEntry> entries;
-  std::set<std::string, std::less<>> seen_ids;
-  int64_t line = 0;
-  while (!content.empty()) {
-    ++line;
+  std::unordered_set<std::string> seen_ids;
+  for (int64_t line = 1; !content.empty(); ++line) {
     const size_t newline = content.find('\n');
-    std::string_view text = content.substr(0, newline);
+    const std::string_view text = content.substr(0, newline);
     content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
-    if (text.ends_with('\r')) text.remove_suffix(1);
-    const bool blank = format == PromptFileFormat::kText
-                           ? text.empty()
-                           : text.find_first_not_of(" \t") == std::string_view::npos;
-    if (blank) continue;  // skipped, but still counted so line numbers match an editor's
-    try {
-      PromptEntry entry = ParseLine(text, line, format);
-      if (seen_ids.contains(entry.id)) Fail("duplicate id \"{}\"", entry.id);
-      seen_ids.insert(entry.id);
-      entries.push_back(std::move(entry));
-    } catch (const Error& error) {
-      if (!options.skip_bad_lines) {
-        Fail("{}:{}: {} (pass --skip-bad-lines to skip such lines)", name, line, error.what());
-      }
-      spdlog::warn("{}:{}: {}; skipping the line", name, line, error.what());
-    }
+    std::optional<PromptEntry> entry =
+        ParseCheckedLine(text, line, name, format, options, seen_ids);
+    if (entry) entries.push_back(std::move(*entry));
   }
   return entries;
 }
 
+PromptFileReader::PromptFileReader(const std::string& path, const PromptFileOptions& options)
+    : path_(path), format_(PromptFileFormatFor(path)), options_(options) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr) Fail("cannot open prompt file {}: {}", path, std::strerror(errno));
+}
+
+PromptFileReader::~PromptFileReader() {
+  std::fclose(file_);
+  std::free(line_buffer_);
+}
+
+std::optional<PromptEntry> PromptFileReader::Next() {
+  while (true) {
+    // getline grows one buffer to the longest line so far: memory is one line, not the file.
+    const ssize_t length = ::getline(&line_buffer_, &line_capacity_, file_);
+    if (length < 0) {
+      if (std::ferror(file_)) Fail("cannot read prompt file {}: {}", path_, std::strerror(errno));
+      return std::nullopt;
+    }
+    std::string_view text(line_buffer_, static_cast<size_t>(length));
+    if (text.ends_with('\n')) text.remove_suffix(1);
+    if (++line_ == 1 && text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
+    std::optional<PromptEntry> entry =
+        ParseCheckedLine(text, line_, path_, format_, options_, seen_ids_);
+    if (entry) return entry;
+  }
+}
+
 std::vector<PromptEntry> ReadPromptFile(const std::string& path, const PromptFileOptions& options) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) Fail("cannot open prompt file {}: {}", path, std::strerror(errno));
-  std::string content;
-  char buffer[1 << 16];  // 64 KiB reads: few syscalls, small stack
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) content.append(buffer, got);
-  if (std::ferror(file.get())) Fail("cannot read prompt file {}: {}", path, std::strerror(errno));
-  return ParsePrompts(content, path, PromptFileFormatFor(path), options);
+  PromptFileReader reader(path, options);
+  std::vector<PromptEntry> entries;
+  while (std::optional<PromptEntry> entry = reader.Next()) entries.push_back(std::move(*entry));
+  return entries;
 }
 
 void ApplyOverrides(const RequestOverrides& overrides, Request& request) {

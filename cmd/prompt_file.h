@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/request.h"
@@ -52,10 +54,39 @@ struct PromptFileOptions {
 // ".jsonl", ".json" and ".ndjson" are JSON lines; anything else (".txt" included) is text.
 PromptFileFormat PromptFileFormatFor(std::string_view path);
 
-// Reads and parses a prompt file. Failure: throws zinf::Error "PATH: <strerror>" when the file
-// cannot be read, and "PATH:LINE: <what is wrong>" for the first malformed line (bad JSON, wrong
-// types, unknown keys, both or neither of prompt/prompt_ids, a duplicate id) unless
-// options.skip_bad_lines. Invalid UTF-8 in a prompt is not a file error: see PromptEntry::error.
+// Reads a prompt file one entry at a time, so a file of millions of lines is streamed: memory is
+// the longest line plus, for JSONL, the set of ids seen (to refuse duplicates); a text file's ids
+// are its line numbers and need no set.
+// Ownership: owns the open file. Thread-safety: none.
+// Failure: throws zinf::Error "cannot open prompt file PATH: <strerror>" from the constructor,
+// and from Next() "PATH:LINE: <what is wrong>" for a malformed line (bad JSON, wrong types,
+// unknown keys, both or neither of prompt/prompt_ids, a duplicate id) unless
+// options.skip_bad_lines, or "cannot read prompt file PATH" for a read error. Invalid UTF-8 in a
+// prompt is not a file error: see PromptEntry::error. After a throw the reader may go on.
+class PromptFileReader {
+ public:
+  explicit PromptFileReader(const std::string& path, const PromptFileOptions& options = {});
+  ~PromptFileReader();
+  PromptFileReader(const PromptFileReader&) = delete;
+  PromptFileReader& operator=(const PromptFileReader&) = delete;
+
+  // The next entry, skipping blank lines (and bad ones with skip_bad_lines); nullopt at the end.
+  std::optional<PromptEntry> Next();
+  int64_t line() const { return line_; }  // the last line read, 1-based
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  PromptFileFormat format_;
+  PromptFileOptions options_;
+  std::FILE* file_ = nullptr;
+  char* line_buffer_ = nullptr;  // getline's, grown to the longest line
+  size_t line_capacity_ = 0;
+  int64_t line_ = 0;
+  std::unordered_set<std::string> seen_ids_;
+};
+
+// Every entry of a prompt file at once (PromptFileReader until the end); for small files and tests.
 std::vector<PromptEntry> ReadPromptFile(const std::string& path,
                                         const PromptFileOptions& options = {});
 

@@ -5,6 +5,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/weight_source.h"
+#include "io/uring_reader.h"
 
 namespace zinf::io {
 
@@ -17,6 +18,7 @@ struct WeightSourceOptions {
   WeightPlacement placement = WeightPlacement::kResident;
   int prefetch_depth = 1;      // streamed: extents read ahead of the one being computed
   bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
+  ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see uring_reader.h
 };
 
 std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,

@@ -4,7 +4,6 @@
 #include "model_formats/converter.h"
 
 #include <spdlog/spdlog.h>
-#include <xxhash.h>
 
 #include <filesystem>
 #include <memory>
@@ -18,6 +17,7 @@
 #include "model_formats/manifest_json.h"
 #include "model_formats/output_file.h"
 #include "model_formats/safetensors.h"
+#include "model_formats/weights_writer.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::formats {
@@ -34,39 +34,10 @@ constexpr size_t kConvertChunkElements = size_t{1} << 20;
 constexpr const char* kTokenizerFiles[] = {"tokenizer.model", "tokenizer_config.json",
                                            "special_tokens_map.json", "tokenizer.json"};
 
-struct Xxh3StateDeleter {
-  void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
-};
-using Xxh3State = std::unique_ptr<XXH3_state_t, Xxh3StateDeleter>;
-
-// Appends bytes to the weights file and to the running checksum of the current extent.
-class ExtentWriter {
- public:
-  explicit ExtentWriter(AtomicOutputFile& file) : file_(file), hash_(XXH3_createState()) {
-    ZINF_CHECK(hash_ != nullptr, "XXH3_createState failed");
-  }
-
-  void Begin() { XXH3_64bits_reset(hash_.get()); }
-  void Write(std::span<const std::byte> bytes) {
-    XXH3_64bits_update(hash_.get(), bytes.data(), bytes.size());
-    file_.Write(bytes);
-  }
-  void WriteZeros(uint64_t count) {
-    static const std::vector<std::byte> kZeros(kTensorAlignment);
-    ZINF_CHECK(count < kZeros.size(), "tensor padding of {} bytes", count);
-    Write(std::span<const std::byte>(kZeros.data(), static_cast<size_t>(count)));
-  }
-  uint64_t Digest() const { return XXH3_64bits_digest(hash_.get()); }
-
- private:
-  AtomicOutputFile& file_;
-  Xxh3State hash_;
-};
-
 // Writes `source`'s elements as `dtype`, converting through f32 in bounded chunks when needed.
-void WriteTensor(ExtentWriter& writer, const SafetensorsTensor& source, DType dtype) {
+void WriteTensor(const TensorSink& sink, const SafetensorsTensor& source, DType dtype) {
   if (source.dtype == dtype) {
-    writer.Write(source.data);
+    sink(source.data);
     return;
   }
   const size_t num_elements = source.data.size() / DTypeSize(source.dtype);
@@ -77,38 +48,12 @@ void WriteTensor(ExtentWriter& writer, const SafetensorsTensor& source, DType dt
     ConvertToF32(source.dtype, source.data.data() + start * DTypeSize(source.dtype), floats.data(),
                  count);
     if (dtype == DType::kF32) {
-      writer.Write(std::as_bytes(std::span<const float>(floats.data(), count)));
+      sink(std::as_bytes(std::span<const float>(floats.data(), count)));
     } else {
       ConvertFromF32(dtype, floats.data(), converted.data(), count);
-      writer.Write(std::span<const std::byte>(converted.data(), count * DTypeSize(dtype)));
+      sink(std::span<const std::byte>(converted.data(), count * DTypeSize(dtype)));
     }
   }
-}
-
-// Streams every extent into out_dir/weights.bin and fills in the checksums.
-void WriteWeights(const std::string& path, const ConversionPlan& plan,
-                  std::vector<ExtentInfo>& extents, const ConvertOptions& options) {
-  AtomicOutputFile file(path);
-  ExtentWriter writer(file);
-  const uint64_t total_bytes = PaddedFileBytes(extents);
-  for (size_t extent_idx = 0; extent_idx < extents.size(); ++extent_idx) {
-    ExtentInfo& extent = extents[extent_idx];
-    const PlannedExtent& planned = plan.extents[extent_idx];
-    ZINF_CHECK(file.bytes_written() == extent.offset, "extent {} at {}, file at {}", extent.name,
-               extent.offset, file.bytes_written());
-    writer.Begin();
-    uint64_t cursor = 0;
-    for (size_t slot = 0; slot < extent.tensors.size(); ++slot) {
-      const TensorInfo& tensor = extent.tensors[slot];
-      writer.WriteZeros(tensor.offset_in_extent - cursor);
-      WriteTensor(writer, *planned.sources[slot], tensor.dtype);
-      cursor = tensor.offset_in_extent + tensor.size_bytes;
-    }
-    extent.xxh3 = writer.Digest();
-    file.WriteZeros(extent.padded_bytes - extent.size_bytes);  // not part of the checksum
-    if (options.progress) options.progress(file.bytes_written(), total_bytes);
-  }
-  file.Commit();
 }
 
 // add_bos_token / add_eos_token from tokenizer_config.json; absent or null keep the defaults.
@@ -195,7 +140,13 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   // The manifest is the commit point: remove the old one first, so a conversion cut short leaves
   // a directory that is plainly not a checkpoint rather than an old manifest over new weights.
   fs::remove(manifest_path);
-  WriteWeights((out_dir / kWeightsFile).string(), plan, checkpoint.extents, options);
+  WriteWeightsFile(
+      (out_dir / kWeightsFile).string(), checkpoint.extents,
+      [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
+        WriteTensor(sink, *plan.extents[extent_idx].sources[tensor_idx],
+                    checkpoint.extents[extent_idx].tensors[tensor_idx].dtype);
+      },
+      options.progress);
   CopyTokenizerFiles(hf_dir, out_dir);
   WriteManifestWithSource(out_dir.string(), checkpoint,
                           {hf_dir.filename().string(), checkpoint.config.model_type});

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Crash safety of `zinf generate --resume`: kills a greedy run with SIGKILL at KILLS random moments,
+# resumes it each time, then checks that the final output holds every request exactly once and
+# that each line is byte-identical to an uninterrupted run's line.
+#
+# Usage: bench/kill_resume.sh            (50 kills, 200 prompts; about a minute)
+#   ZINF=build-x/zinf KILLS=10 PROMPTS=60 MAX_NEW_TOKENS=120 SEED=7 WORK=/tmp/kr bench/kill_resume.sh
+# Needs only bash and coreutils/grep/awk (no python, no jq). Exit 0: all checks passed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ZINF="${ZINF:-$ROOT/build/zinf}"
+KILLS="${KILLS:-50}"
+PROMPTS="${PROMPTS:-200}"
+MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-200}"
+SEED="${SEED:-$$}"
+WORK="${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/zinf-kill-resume.XXXXXX")}"
+RANDOM="$SEED"  # the kill moments are reproducible from the printed seed
+
+[[ -x "$ZINF" ]] || { echo "kill_resume: no zinf binary at $ZINF (set ZINF=)" >&2; exit 2; }
+mkdir -p "$WORK"
+echo "kill_resume: zinf $ZINF, $KILLS kills, $PROMPTS prompts, seed $SEED, work dir $WORK"
+
+# 1. The bundled model, converted.
+"$ZINF" --log-level warn convert "$ROOT/models/stories260K" "$WORK/model" --force
+
+# 2. A JSONL prompt file of mixed requests: prompts of different lengths, per-request
+# max_new_tokens, a stop string, some requests that fail on purpose (invalid UTF-8; a prompt too
+# long for --max-context 256) so resume also has to skip error lines.
+starts=("Once upon a time" "Lily and Ben went to the park. They saw a big dog and a small cat."
+        "The sun" "One day, a clever fox found a shiny key under the old oak tree. He picked it up."
+        "Tom was sad." "There was a little bird who could not fly. Every day she watched the others")
+long_prompt="$(printf 'the big red ball %.0s' $(seq 1 120))"
+prompts="$WORK/prompts.jsonl"
+: > "$prompts"
+for ((i = 1; i <= PROMPTS; i++)); do
+  text="${starts[$((i % ${#starts[@]}))]} (story $i)"
+  tokens=$((MAX_NEW_TOKENS / 2 + (i * 37) % (MAX_NEW_TOKENS / 2 + 1)))
+  if ((i % 41 == 0)); then
+    printf '{"id": "r%d", "prompt": "bad \xff byte %d"}\n' "$i" "$i" >> "$prompts"
+  elif ((i % 53 == 0)); then
+    printf '{"id": "r%d", "prompt": "%s"}\n' "$i" "$long_prompt" >> "$prompts"
+  elif ((i % 7 == 0)); then
+    printf '{"id": "r%d", "prompt": "%s", "max_new_tokens": %d, "stop": ["park"]}\n' \
+      "$i" "$text" "$tokens" >> "$prompts"
+  else
+    printf '{"id": "r%d", "prompt": "%s", "max_new_tokens": %d}\n' "$i" "$text" "$tokens" \
+      >> "$prompts"
+  fi
+done
+
+# One thread and a small batch: a run lasts long enough that most kills land mid-run.
+args=(--log-level error generate --model "$WORK/model" --prompts "$prompts" --batch-size 4
+      --threads 1 --max-context 256 --max-new-tokens "$MAX_NEW_TOKENS" --temperature 0)
+
+# 3. The uninterrupted reference.
+start_s=$SECONDS
+"$ZINF" "${args[@]}" --out "$WORK/reference.jsonl"
+echo "kill_resume: uninterrupted run took $((SECONDS - start_s)) s"
+
+# 4. Kill and resume.
+out="$WORK/killed.jsonl"
+rm -f "$out"
+kills_mid_run=0
+runs_finished=0
+for ((k = 1; k <= KILLS; k++)); do
+  "$ZINF" "${args[@]}" --out "$out" --resume &
+  pid=$!
+  delay_ms=$((20 + RANDOM % 381))  # 20..400 ms
+  sleep "$(printf '0.%03d' "$delay_ms")"
+  if kill -9 "$pid" 2> /dev/null; then
+    status=0
+    wait "$pid" || status=$?
+    if ((status == 137)); then kills_mid_run=$((kills_mid_run + 1)); else runs_finished=$((runs_finished + 1)); fi
+  else
+    wait "$pid" || { echo "kill_resume: run $k failed before its kill" >&2; exit 1; }
+    runs_finished=$((runs_finished + 1))
+  fi
+  lines_now=$(grep -c '' "$out" 2> /dev/null || true)
+  echo "kill_resume: kill $k after ${delay_ms} ms: $lines_now lines in the output"
+done
+"$ZINF" "${args[@]}" --out "$out" --resume
+
+# 5. Check: every request once, each line identical to the reference's.
+failures=0
+expected=$(grep -c '' "$prompts")
+got=$(grep -c '' "$out")
+ids() { sed -E 's/^\{"id":"([^"]*)".*$/\1/' "$1" | sort; }
+duplicates=$(ids "$out" | uniq -d | wc -l)
+missing=$(comm -23 <(ids "$WORK/reference.jsonl") <(ids "$out") | wc -l)
+if ((got != expected)); then echo "FAIL: $got lines, expected $expected" >&2; failures=1; fi
+if ((duplicates != 0)); then echo "FAIL: $duplicates ids appear more than once" >&2; failures=1; fi
+if ((missing != 0)); then echo "FAIL: $missing ids are missing" >&2; failures=1; fi
+if ! awk 'substr($0, length($0)) != "}" { exit 1 }' "$out"; then
+  echo "FAIL: a line of $out is not a complete JSON object" >&2
+  failures=1
+fi
+if ! cmp -s <(sort "$WORK/reference.jsonl") <(sort "$out"); then
+  different=$(comm -13 <(sort "$WORK/reference.jsonl") <(sort "$out") | wc -l)
+  echo "FAIL: $different lines differ from the uninterrupted run's" >&2
+  failures=1
+fi
+errors=$(grep -c '"finish_reason":"error"' "$out" || true)
+echo "kill_resume: $KILLS kills ($kills_mid_run mid-run, $runs_finished runs had already finished)," \
+     "$got lines for $expected requests ($errors error lines), duplicates $duplicates," \
+     "missing $missing: $([[ $failures == 0 ]] && echo PASS || echo FAIL)"
+exit "$failures"
