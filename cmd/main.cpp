@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   zinf::cli::AddConvertCommand(app);
   zinf::cli::AddGenerateCommand(app);
   zinf::cli::AddTokenizeCommands(app);
+  zinf::cli::AddPlanCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,47 @@
+// ParseByteSize and PhysicalMemoryBytes.
+#include "cmd/byte_size.h"
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+
+#include "engine/error.h"
+
+namespace zinf::cli {
+
+uint64_t ParseByteSize(const std::string& text, const std::string& option_name) {
+  size_t number_end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &number_end);
+  } catch (const std::exception&) {
+    Fail("{}: '{}' is not a size (e.g. 24G, 512M, 1.5T)", option_name, text);
+  }
+  std::string unit = text.substr(number_end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  else if (unit.size() > 1 && unit.ends_with("B")) unit.resize(unit.size() - 1);
+  double multiplier = 1;
+  if (unit == "K") multiplier = 1024.0;
+  else if (unit == "M") multiplier = 1024.0 * 1024;
+  else if (unit == "G") multiplier = 1024.0 * 1024 * 1024;
+  else if (unit == "T") multiplier = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") {
+    Fail("{}: unknown unit in '{}' (use K, M, G or T)", option_name, text);
+  }
+  if (!(value >= 0) || !std::isfinite(value)) Fail("{}: '{}' is not a size", option_name, text);
+  return static_cast<uint64_t>(value * multiplier);
+}
+
+uint64_t PhysicalMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,16 @@
+// Memory sizes on the command line: "24G", "512MiB", "1.5T", "4096" (bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace zinf::cli {
+
+// K/M/G/T (optionally followed by "B" or "iB") are binary multiples. Throws zinf::Error naming
+// the option for anything else.
+uint64_t ParseByteSize(const std::string& text, const std::string& option_name);
+
+// Total physical memory of this machine, from /proc/meminfo (0 when unknown).
+uint64_t PhysicalMemoryBytes();
+
+}  // namespace zinf::cli

@@ -1,0 +1,119 @@
+// zinf plan (--model DIR | --config CONFIG.json) [--cpu-mem SIZE] [workload]: prints where every
+// extent would live and the predicted throughput, without running anything.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cmd/byte_size.h"
+#include "cmd/commands.h"
+#include "engine/error.h"
+#include "engine/planner.h"
+#include "model_formats/canonical_tensors.h"
+#include "model_formats/extent_layout.h"
+#include "model_formats/hf_config.h"
+#include "model_formats/zinf_format.h"
+
+namespace zinf::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string model_dir;
+  std::string config;
+  std::string dtype = "f16";
+  std::string cpu_mem;
+  std::string device = "cpu";
+  Workload workload;
+  Bandwidths bandwidths;
+};
+
+// A checkpoint description without weights: what `convert` would write for this config.
+Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
+  Checkpoint checkpoint;
+  checkpoint.config = formats::LoadHfConfig(config_path);
+  checkpoint.dtype = dtype;
+  checkpoint.extents = formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), dtype);
+  return checkpoint;
+}
+
+void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const ModelConfig& c = checkpoint.config;
+  fmt::print("model      {} — {} layers, hidden {}, {} ({:.2f} GiB of weights)\n", c.model_type,
+             c.num_layers, c.hidden_size, DTypeName(checkpoint.dtype),
+             checkpoint.total_bytes() / kGiB);
+  fmt::print("budget     --cpu-mem {:.2f} GiB (device: {})\n", inputs.cpu_mem_bytes / kGiB,
+             inputs.backend == BackendKind::kCpu ? "cpu" : "cuda");
+  fmt::print("workload   batch {}, context {}, step tokens {}\n", inputs.workload.batch_size,
+             inputs.workload.max_context, inputs.workload.step_tokens);
+  fmt::print("memory     resident weights {:.2f} GiB + staging {:.2f} GiB + KV cache {:.2f} GiB + "
+             "activations {:.2f} GiB = {:.2f} GiB\n",
+             plan.resident_bytes / kGiB, plan.staging_bytes / kGiB, plan.kv_bytes / kGiB,
+             plan.activation_bytes / kGiB, plan.total_dram_bytes() / kGiB);
+  fmt::print("extents   ");
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    fmt::print(" {}:{}", checkpoint.extents[i].name, TierName(plan.placement[i]));
+    if (i == 3 && checkpoint.extents.size() > 8) {
+      fmt::print(" … ");
+      i = checkpoint.extents.size() - 3;
+    }
+  }
+  fmt::print("\n");
+  const Bandwidths& bw = inputs.bandwidths;
+  fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s ({})\n",
+             bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops,
+             bw.measured ? "measured" : "assumed; pass --disk-gbps/--dram-gbps/--gflops");
+  fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s\n",
+             plan.io_seconds_per_step, plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  fmt::print("predicted  {:.1f} tokens/s decode, {}-bound\n", plan.predicted_tokens_per_s,
+             plan.bound);
+  fmt::print("{}\n", plan.Summary());
+}
+
+void RunPlan(const PlanOptions& options) {
+  if (options.model_dir.empty() == options.config.empty()) {
+    Fail("give exactly one of --model DIR and --config CONFIG.json");
+  }
+  if (options.device != "cpu") Fail("--device {}: only cpu plans exist so far", options.device);
+  const std::optional<DType> dtype = ParseDType(options.dtype);
+  if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16", options.dtype);
+  const Checkpoint checkpoint = options.model_dir.empty()
+                                    ? CheckpointForConfig(options.config, *dtype)
+                                    : formats::LoadCheckpoint(options.model_dir);
+  PlannerInputs inputs;
+  inputs.checkpoint = &checkpoint;
+  inputs.backend = BackendKind::kCpu;
+  inputs.cpu_mem_bytes = options.cpu_mem.empty() ? PhysicalMemoryBytes()
+                                                 : ParseByteSize(options.cpu_mem, "--cpu-mem");
+  const uint64_t physical = PhysicalMemoryBytes();
+  if (physical > 0 && inputs.cpu_mem_bytes > physical) {
+    spdlog::warn("--cpu-mem {:.1f} GiB is more than this machine's {:.1f} GiB of memory",
+                 inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
+  }
+  inputs.workload = options.workload;
+  inputs.bandwidths = options.bandwidths;
+  PrintPlan(checkpoint, inputs, MakePlan(inputs));
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* command = app.add_subcommand(
+      "plan", "Print where each extent would live under the budgets, and the predicted speed");
+  command->add_option("--model", options->model_dir, "converted zinf checkpoint directory");
+  command->add_option("--config", options->config, "a Hugging Face config.json (see configs/)");
+  command->add_option("--dtype", options->dtype, "weight dtype assumed with --config")
+      ->capture_default_str();
+  command->add_option("--cpu-mem", options->cpu_mem,
+                      "DRAM budget, e.g. 24G (default: this machine's memory)");
+  command->add_option("--device", options->device, "cpu")->capture_default_str();
+  command->add_option("--batch-size", options->workload.batch_size)->capture_default_str();
+  command->add_option("--max-context", options->workload.max_context)->capture_default_str();
+  command->add_option("--step-tokens", options->workload.step_tokens)->capture_default_str();
+  command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps)->capture_default_str();
+  command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps)->capture_default_str();
+  command->add_option("--gflops", options->bandwidths.compute_gflops)->capture_default_str();
+  command->callback([options] { RunPlan(*options); });
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,160 @@
+// MakePlan for the CPU backend: keep what fits in DRAM resident (the embeddings first: they are
+// read whole when streamed but only a few rows are used), stream the rest from NVMe through a ring
+// of prefetch_depth + 1 staging buffers, and predict the decode rate from the three bounds.
+#include "engine/planner.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/error.h"
+
+namespace zinf {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string GiB(uint64_t bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+
+// Order in which extents claim the DRAM left after staging, KV and activations: per byte kept
+// resident every extent saves the same disk time, so the embeddings (least compute per byte) come
+// first and the others follow in file order, which also keeps a resident prefix contiguous.
+std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
+  std::vector<size_t> order(extents.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(), [&](size_t idx) {
+    return extents[idx].kind == ExtentKind::kEmbedding;
+  });
+  return order;
+}
+
+double ParameterCount(const Checkpoint& checkpoint) {
+  double count = 0;
+  for (const ExtentInfo& extent : checkpoint.extents) {
+    if (extent.kind == ExtentKind::kEmbedding) continue;  // a lookup, not a matmul
+    for (const TensorInfo& tensor : extent.tensors) count += static_cast<double>(tensor.num_elements());
+  }
+  return count;
+}
+
+void Predict(const PlannerInputs& inputs, Plan& plan) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const Bandwidths& bw = inputs.bandwidths;
+  const int batch = std::max(inputs.workload.batch_size, 1);
+  plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
+  // Every weight byte is read from memory once per step, plus each sequence's KV cache.
+  const double kv_read_bytes = plan.kv_bytes;  // upper bound: full contexts
+  plan.memory_seconds_per_step =
+      (checkpoint.total_bytes() + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
+  plan.compute_seconds_per_step = 2.0 * ParameterCount(checkpoint) * batch / (bw.compute_gflops * 1e9);
+  const double step = std::max({plan.io_seconds_per_step, plan.memory_seconds_per_step,
+                                plan.compute_seconds_per_step});
+  plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
+  if (step == plan.io_seconds_per_step) {
+    plan.bound = "disk";
+  } else if (step == plan.memory_seconds_per_step) {
+    plan.bound = "memory";
+  } else {
+    plan.bound = "compute";
+  }
+}
+
+}  // namespace
+
+const char* TierName(Tier tier) {
+  switch (tier) {
+    case Tier::kDevice: return "device";
+    case Tier::kDram: return "dram";
+    case Tier::kNvme: return "nvme";
+  }
+  return "?";
+}
+
+uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload) {
+  return 2ull * config.num_layers * config.kv_dim() * sizeof(float) *
+         static_cast<uint64_t>(workload.batch_size) * workload.max_context;
+}
+
+uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload) {
+  // Mirrors Model's buffers: per step-token rows of x, normed, q, k, v, attention, gate, up (and
+  // the embedding projection), plus per-sequence rows for the head and its logits.
+  const uint64_t per_token = 2ull * config.hidden_size + 2ull * config.q_dim() +
+                             2ull * config.kv_dim() + 2ull * config.intermediate_size +
+                             (config.has_embed_projection() ? config.embed_dim() : 0);
+  const uint64_t per_sequence = 2ull * config.hidden_size + config.embed_dim() + config.vocab_size;
+  return sizeof(float) * (per_token * workload.step_tokens + per_sequence * workload.batch_size);
+}
+
+Plan MakePlan(const PlannerInputs& inputs) {
+  ZINF_CHECK(inputs.checkpoint != nullptr, "planner without a checkpoint");
+  if (inputs.backend != BackendKind::kCpu) {
+    Fail("the planner has no device tier yet: plans are for --device cpu");
+  }
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const std::vector<ExtentInfo>& extents = checkpoint.extents;
+  Plan plan;
+  plan.placement.assign(extents.size(), Tier::kDevice);
+  plan.kv_tier = Tier::kDevice;
+  plan.kv_bytes = KvCacheBytes(checkpoint.config, inputs.workload);
+  plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
+  const uint64_t budget = inputs.cpu_mem_bytes;
+  const uint64_t fixed = plan.kv_bytes + plan.activation_bytes;
+
+  if (checkpoint.total_bytes() + fixed <= budget) {
+    plan.resident_bytes = checkpoint.total_bytes();
+    Predict(inputs, plan);
+    return plan;  // everything fits: offload is pointless
+  }
+
+  plan.offload_needed = true;
+  const uint64_t largest = checkpoint.max_extent_padded_bytes();
+  for (int depth = inputs.max_prefetch_depth;; --depth) {
+    const uint64_t staging = static_cast<uint64_t>(depth + 1) * largest;
+    if (fixed + staging <= budget) {
+      plan.prefetch_depth = depth;
+      plan.num_staging_buffers = depth + 1;
+      plan.staging_buffer_bytes = largest;
+      plan.staging_bytes = staging;
+      break;
+    }
+    if (depth == 0) {
+      Fail("--cpu-mem {} is too small: streaming needs at least {} — KV cache {} (batch {} × "
+           "context {}) + activations {} + one staging buffer of {} (the largest extent); lower "
+           "--batch-size or --max-context, or raise --cpu-mem",
+           GiB(budget), GiB(fixed + largest), GiB(plan.kv_bytes), inputs.workload.batch_size,
+           inputs.workload.max_context, GiB(plan.activation_bytes), GiB(largest));
+    }
+  }
+
+  uint64_t left = budget - fixed - plan.staging_bytes;
+  for (size_t idx : ResidencyOrder(extents)) {
+    if (extents[idx].padded_bytes <= left) {
+      plan.placement[idx] = Tier::kDevice;
+      plan.resident_bytes += extents[idx].padded_bytes;
+      left -= extents[idx].padded_bytes;
+    } else {
+      plan.placement[idx] = Tier::kNvme;
+      plan.streamed_bytes_per_step += extents[idx].padded_bytes;
+    }
+  }
+  Predict(inputs, plan);
+  return plan;
+}
+
+std::string Plan::Summary() const {
+  const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
+  const int resident = static_cast<int>(placement.size()) - streamed;
+  std::string where =
+      offload_needed
+          ? fmt::format("{} extents resident ({}), {} streamed from NVMe ({} per step) through {} "
+                        "staging buffers of {} (prefetch depth {})",
+                        resident, GiB(resident_bytes), streamed, GiB(streamed_bytes_per_step),
+                        num_staging_buffers, GiB(staging_buffer_bytes), prefetch_depth)
+          : fmt::format("all {} extents resident ({}); the model fits, so nothing is offloaded",
+                        resident, GiB(resident_bytes));
+  return fmt::format("plan: {}; KV cache {} in {}; DRAM used {}; predicted {:.1f} tok/s ({}-bound)",
+                     where, GiB(kv_bytes), TierName(kv_tier), GiB(total_dram_bytes()),
+                     predicted_tokens_per_s, bound);
+}
+
+}  // namespace zinf

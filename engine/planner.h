@@ -1,0 +1,83 @@
+// The placement planner: a pure function from a checkpoint's extent sizes, memory budgets, the
+// workload and measured bandwidths to where every extent lives, how it is staged, and the
+// throughput that placement predicts. `zinf plan` prints it; generate and bench run it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.h"
+
+namespace zinf {
+
+enum class Tier : uint8_t {
+  kDevice,  // compute-device memory (the GPU's; on the CPU backend, DRAM is the device)
+  kDram,    // host DRAM (page-locked), copied to the device per step
+  kNvme,    // the weights file, streamed through staging buffers every step
+};
+const char* TierName(Tier tier);
+
+enum class BackendKind : uint8_t { kCpu, kCuda };
+
+// Measured by `zinf calibrate` (or assumed, which the plan says).
+struct Bandwidths {
+  double disk_read_gbps = 2.0;    // O_DIRECT sequential read of the weights file's device
+  double dram_read_gbps = 20.0;   // all threads streaming from DRAM
+  double h2d_gbps = 25.0;         // pinned host → device copies (CUDA only)
+  double compute_gflops = 100.0;  // dense matmul rate of the backend
+  bool measured = false;
+};
+
+struct Workload {
+  int batch_size = 8;      // sequences decoded together
+  int max_context = 2048;  // positions per sequence (KV cache)
+  int step_tokens = 512;   // most tokens in one forward step (activation size)
+};
+
+struct PlannerInputs {
+  const Checkpoint* checkpoint = nullptr;
+  BackendKind backend = BackendKind::kCpu;
+  uint64_t gpu_mem_bytes = 0;  // budget for the device (CUDA)
+  uint64_t cpu_mem_bytes = 0;  // budget for DRAM: resident extents + staging + KV cache + activations
+  Workload workload;
+  Bandwidths bandwidths;
+  int max_prefetch_depth = 2;
+};
+
+struct Plan {
+  std::vector<Tier> placement;  // per extent, in checkpoint order
+  int prefetch_depth = 0;
+  int num_staging_buffers = 0;
+  uint64_t staging_buffer_bytes = 0;
+  Tier kv_tier = Tier::kDevice;
+  // DRAM (CPU backend: the device) the plan uses, by purpose.
+  uint64_t resident_bytes = 0;
+  uint64_t staging_bytes = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t activation_bytes = 0;
+  uint64_t streamed_bytes_per_step = 0;
+  bool offload_needed = false;
+  // Decode-step prediction: the step takes as long as the slowest of reading the streamed
+  // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
+  double io_seconds_per_step = 0;
+  double memory_seconds_per_step = 0;
+  double compute_seconds_per_step = 0;
+  double predicted_tokens_per_s = 0;
+  std::string bound;  // "disk", "memory" or "compute"
+
+  uint64_t total_dram_bytes() const {
+    return resident_bytes + staging_bytes + kv_bytes + activation_bytes;
+  }
+  // One line for logs and bench output.
+  std::string Summary() const;
+};
+
+// Throws zinf::Error with the numbers when even full streaming does not fit the budget.
+Plan MakePlan(const PlannerInputs& inputs);
+
+// KV-cache and activation bytes of a workload on the CPU backend (f32).
+uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
+uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);
+
+}  // namespace zinf

@@ -1,0 +1,112 @@
+// The planner, table-tested: model × budget → placement, staging and prediction.
+#include <catch2/catch.hpp>
+
+#include "engine/error.h"
+#include "engine/planner.h"
+#include "model_formats/canonical_tensors.h"
+#include "model_formats/extent_layout.h"
+#include "model_formats/hf_config.h"
+
+namespace zinf {
+
+namespace {
+
+constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
+
+Checkpoint ShippedConfig(const std::string& name) {
+  Checkpoint checkpoint;
+  checkpoint.config =
+      formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/configs/" + name + ".json");
+  checkpoint.dtype = DType::kF16;
+  checkpoint.extents =
+      formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), checkpoint.dtype);
+  return checkpoint;
+}
+
+PlannerInputs Inputs(const Checkpoint& checkpoint, uint64_t cpu_mem) {
+  PlannerInputs inputs;
+  inputs.checkpoint = &checkpoint;
+  inputs.cpu_mem_bytes = cpu_mem;
+  inputs.workload.batch_size = 2;  // 1 GiB of f32 KV cache for llama-2-7b
+  inputs.workload.max_context = 512;
+  return inputs;
+}
+
+}  // namespace
+
+TEST_CASE("planner: a model that fits stays resident and says offload is not needed") {
+  const Checkpoint model = ShippedConfig("llama-2-7b");  // 12.6 GiB in f16
+  const Plan plan = MakePlan(Inputs(model, 64 * kGiB));
+  CHECK_FALSE(plan.offload_needed);
+  CHECK(plan.streamed_bytes_per_step == 0);
+  CHECK(plan.staging_bytes == 0);
+  for (Tier tier : plan.placement) CHECK(tier == Tier::kDevice);
+  CHECK(plan.Summary().find("nothing is offloaded") != std::string::npos);
+}
+
+TEST_CASE("planner: under a budget, embeddings first, then layers in order, rest streamed") {
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  struct Row {
+    uint64_t budget;
+    int min_resident_layers, max_resident_layers;
+  };
+  // budget → how many of the 32 layer extents (≈386 MiB each) stay resident.
+  for (const Row& row : {Row{8 * kGiB, 10, 16}, Row{12 * kGiB, 20, 28}, Row{4 * kGiB, 1, 6}}) {
+    INFO("budget " << row.budget / kGiB << " GiB");
+    const Plan plan = MakePlan(Inputs(model, row.budget));
+    CHECK(plan.offload_needed);
+    CHECK(plan.total_dram_bytes() <= row.budget);
+    CHECK(plan.placement.front() == Tier::kDevice);  // embeddings resident first
+    int resident_layers = 0;
+    bool seen_streamed_layer = false;
+    for (size_t i = 0; i < model.extents.size(); ++i) {
+      if (model.extents[i].kind != ExtentKind::kLayer) continue;
+      if (plan.placement[i] == Tier::kDevice) {
+        CHECK_FALSE(seen_streamed_layer);  // a resident prefix, then streamed
+        ++resident_layers;
+      } else {
+        seen_streamed_layer = true;
+      }
+    }
+    CHECK(resident_layers >= row.min_resident_layers);
+    CHECK(resident_layers <= row.max_resident_layers);
+    CHECK(plan.prefetch_depth == 2);
+    CHECK(plan.num_staging_buffers == 3);
+    CHECK(plan.bound == "disk");
+  }
+}
+
+TEST_CASE("planner: prefetch depth shrinks before the plan fails, and failure shows numbers") {
+  const Checkpoint model = ShippedConfig("llama-2-70b");  // 1.6 GiB per layer extent in f16
+  PlannerInputs inputs = Inputs(model, 0);
+  const uint64_t fixed = KvCacheBytes(model.config, inputs.workload) +
+                         ActivationBytes(model.config, inputs.workload);
+  const uint64_t largest = model.max_extent_padded_bytes();
+  inputs.cpu_mem_bytes = fixed + 2 * largest;  // room for two staging buffers only
+  CHECK(MakePlan(inputs).prefetch_depth == 1);
+  inputs.cpu_mem_bytes = fixed + largest;
+  CHECK(MakePlan(inputs).prefetch_depth == 0);
+  inputs.cpu_mem_bytes = fixed + largest - 1;
+  CHECK_THROWS_WITH(MakePlan(inputs), Catch::Contains("too small") &&
+                                          Catch::Contains("KV cache") &&
+                                          Catch::Contains("staging buffer"));
+}
+
+TEST_CASE("planner: predictions follow the bound") {
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  PlannerInputs inputs = Inputs(model, 4 * kGiB);
+  const Plan slow_disk = MakePlan(inputs);
+  inputs.bandwidths.disk_read_gbps *= 2;
+  const Plan fast_disk = MakePlan(inputs);
+  CHECK(slow_disk.bound == "disk");
+  CHECK(fast_disk.predicted_tokens_per_s == Approx(2 * slow_disk.predicted_tokens_per_s));
+  // More DRAM never streams more.
+  uint64_t previous = UINT64_MAX;
+  for (uint64_t budget = 4; budget <= 20; budget += 2) {
+    const Plan plan = MakePlan(Inputs(model, budget * kGiB));
+    CHECK(plan.streamed_bytes_per_step <= previous);
+    previous = plan.streamed_bytes_per_step;
+  }
+}
+
+}  // namespace zinf
