@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   zinf::cli::AddGenerateCommand(app);
   zinf::cli::AddTokenizeCommands(app);
   zinf::cli::AddPlanCommand(app);
+  zinf::cli::AddCalibrateCommand(app);
 
   try {
     app.parse(argc, argv);

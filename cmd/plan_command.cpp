@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/byte_size.h"
+#include "cmd/calibration.h"
 #include "cmd/commands.h"
 #include "engine/error.h"
 #include "engine/planner.h"
@@ -24,6 +25,7 @@ struct PlanOptions {
   std::string device = "cpu";
   Workload workload;
   Bandwidths bandwidths;
+  bool rates_given = false;
 };
 
 // A checkpoint description without weights: what `convert` would write for this config.
@@ -61,7 +63,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   const Bandwidths& bw = inputs.bandwidths;
   fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s ({})\n",
              bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops,
-             bw.measured ? "measured" : "assumed; pass --disk-gbps/--dram-gbps/--gflops");
+             bw.measured ? "measured by zinf calibrate" : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
   fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s\n",
              plan.io_seconds_per_step, plan.memory_seconds_per_step, plan.compute_seconds_per_step);
   fmt::print("predicted  {:.1f} tokens/s decode, {}-bound\n", plan.predicted_tokens_per_s,
@@ -90,7 +92,11 @@ void RunPlan(const PlanOptions& options) {
                  inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
   }
   inputs.workload = options.workload;
+  // Rates given as flags win; otherwise this machine's calibration, when one has run.
   inputs.bandwidths = options.bandwidths;
+  if (!options.rates_given) {
+    if (std::optional<Bandwidths> measured = LoadCalibration()) inputs.bandwidths = *measured;
+  }
   PrintPlan(checkpoint, inputs, MakePlan(inputs));
 }
 
@@ -110,10 +116,16 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--batch-size", options->workload.batch_size)->capture_default_str();
   command->add_option("--max-context", options->workload.max_context)->capture_default_str();
   command->add_option("--step-tokens", options->workload.step_tokens)->capture_default_str();
-  command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps)->capture_default_str();
-  command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps)->capture_default_str();
-  command->add_option("--gflops", options->bandwidths.compute_gflops)->capture_default_str();
-  command->callback([options] { RunPlan(*options); });
+  CLI::Option* disk = command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps,
+                                          "disk read rate (default: zinf calibrate's)");
+  CLI::Option* dram = command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps,
+                                          "DRAM read rate (default: zinf calibrate's)");
+  CLI::Option* gflops = command->add_option("--gflops", options->bandwidths.compute_gflops,
+                                            "compute rate (default: zinf calibrate's)");
+  command->callback([options, disk, dram, gflops] {
+    options->rates_given = disk->count() + dram->count() + gflops->count() > 0;
+    RunPlan(*options);
+  });
 }
 
 }  // namespace zinf::cli

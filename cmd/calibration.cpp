@@ -1,0 +1,102 @@
+// Calibrate and its JSON cache.
+#include "cmd/calibration.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "engine/cpu_probe.h"
+#include "engine/error.h"
+#include "io/disk_probe.h"
+
+namespace zinf::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Enough to get past the drive's cache and show its sustained rate; small enough to take seconds.
+constexpr uint64_t kProbeBytes = 1ull << 30;
+
+// Writes kProbeBytes of non-zero data (some filesystems shortcut zeros) and syncs it to the drive.
+std::string WriteProbeFile(const fs::path& directory) {
+  fs::create_directories(directory);
+  const std::string path = (directory / "disk-probe.bin").string();
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Fail("cannot write the disk probe file {}: {}", path, std::strerror(errno));
+  std::vector<char> block(1 << 20);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 131 + 7);
+  for (uint64_t written = 0; written < kProbeBytes; written += block.size()) {
+    if (write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+      close(fd);
+      Fail("cannot write the disk probe file {}: {}", path, std::strerror(errno));
+    }
+  }
+  fsync(fd);
+  close(fd);
+  return path;
+}
+
+}  // namespace
+
+std::string CalibrationCachePath() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path base = xdg != nullptr && *xdg != '\0' ? fs::path(xdg)
+                        : home != nullptr             ? fs::path(home) / ".cache"
+                                                      : fs::temp_directory_path();
+  return (base / "zinf" / "calibration.json").string();
+}
+
+Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
+  const fs::path cache = CalibrationCachePath();
+  std::string file = probe_file;
+  const bool temporary = file.empty();
+  if (temporary) file = WriteProbeFile(cache.parent_path());
+  const io::DiskReadRate disk = io::MeasureDiskRead(file, kProbeBytes);
+  if (temporary) fs::remove(file);
+  Bandwidths rates;
+  rates.disk_read_gbps = disk.gbps;
+  rates.dram_read_gbps = MeasureDramReadGbps(num_threads);
+  rates.compute_gflops = MeasureMatmulGflops(num_threads);
+  rates.measured = true;
+  spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
+               "({} threads) -> {}",
+               rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
+               rates.dram_read_gbps, rates.compute_gflops, num_threads, cache.string());
+  nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
+                         {"dram_read_gbps", rates.dram_read_gbps},
+                         {"compute_gflops", rates.compute_gflops},
+                         {"threads", num_threads},
+                         {"disk_probe_file", file},
+                         {"direct_io", disk.direct_io}};
+  fs::create_directories(cache.parent_path());
+  std::ofstream(cache) << json.dump(2) << "\n";
+  return rates;
+}
+
+std::optional<Bandwidths> LoadCalibration() {
+  std::ifstream file(CalibrationCachePath());
+  if (!file) return std::nullopt;
+  try {
+    const nlohmann::json json = nlohmann::json::parse(file);
+    Bandwidths rates;
+    rates.disk_read_gbps = json.at("disk_read_gbps");
+    rates.dram_read_gbps = json.at("dram_read_gbps");
+    rates.compute_gflops = json.at("compute_gflops");
+    rates.measured = true;
+    return rates;
+  } catch (const nlohmann::json::exception& error) {
+    spdlog::warn("ignoring the calibration cache {}: {}; run zinf calibrate", CalibrationCachePath(),
+                 error.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace zinf::cli
