@@ -87,7 +87,11 @@ void Generator::Run(const GeneratorCallbacks& callbacks, const std::atomic<bool>
   bool requests_left = true;
   while (true) {
     if (interrupted != nullptr && interrupted->load()) return;
+    const bool batch_running = std::any_of(slots_.begin(), slots_.end(),
+                                           [](const auto& slot) { return slot.has_value(); });
+    const bool may_refill = options_.refill == Refill::kContinuous || !batch_running;
     for (auto& slot : slots_) {
+      if (!may_refill) break;
       while (!slot && requests_left) {
         std::optional<Request> request = callbacks.next_request();
         if (!request) {

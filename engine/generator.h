@@ -16,8 +16,14 @@
 
 namespace zinf {
 
+enum class Refill : uint8_t {
+  kContinuous,  // a finished sequence's slot takes the next request at the next step
+  kStatic,      // a new batch starts only when every sequence of the last one has finished
+};
+
 struct GeneratorOptions {
   std::vector<TokenId> eos_ids;  // generation ends when one is sampled (unless ignore_eos)
+  Refill refill = Refill::kContinuous;
 };
 
 struct GenerationStats {

@@ -46,6 +46,7 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   Model engine(model.checkpoint, backend, *weights, limits);
   GeneratorOptions options;
   options.eos_ids = model.checkpoint.config.eos_token_ids;
+  options.refill = settings.refill;
   Generator generator(engine, model.tokenizer.get(), options);
 
   size_t next = 0;

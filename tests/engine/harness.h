@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
+#include "engine/generator.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 #include "io/weight_source_factory.h"
@@ -19,6 +20,7 @@ struct EngineSettings {
   int step_tokens = 512;
   int threads = 2;
   int max_context = 0;  // 0: the model's
+  Refill refill = Refill::kContinuous;
 };
 
 struct LoadedModel {

@@ -71,6 +71,11 @@ TEST_CASE("outputs are identical for batch sizes 1, 3 and 8 and small step budge
       RequireSame(expected, Generate(Stories260K(), requests, settings));
     }
   }
+  // Static batches (no refill until the whole batch is done) change only the schedule.
+  EngineSettings static_batches;
+  static_batches.batch_size = 3;
+  static_batches.refill = Refill::kStatic;
+  RequireSame(expected, Generate(Stories260K(), requests, static_batches));
   // And with one thread instead of two.
   EngineSettings single_thread;
   single_thread.threads = 1;
