@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   zinf::cli::AddTokenizeCommands(app);
   zinf::cli::AddPlanCommand(app);
   zinf::cli::AddCalibrateCommand(app);
+  zinf::cli::AddBenchCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -109,8 +109,10 @@ void Generator::Run(const GeneratorCallbacks& callbacks, const std::atomic<bool>
       if (chunk.start_position < slots_[chunk.kv_slot]->num_prompt) prompt_tokens += chunk.num_tokens;
     }
     const auto start = std::chrono::steady_clock::now();
+    const int64_t generated_before = stats_.generated_tokens;
     model_.Forward(batch_, logits_);
     ProcessLogits(callbacks);
+    if (prompt_tokens > 0) stats_.prefill_steps_generated += stats_.generated_tokens - generated_before;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     (prompt_tokens > 0 ? stats_.prefill_seconds : stats_.decode_seconds) += seconds;

@@ -141,6 +141,34 @@ Plan MakePlan(const PlannerInputs& inputs) {
   return plan;
 }
 
+Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
+                       int prefetch_depth) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  ZINF_CHECK(placement.size() == checkpoint.extents.size(), "{} placements for {} extents",
+             placement.size(), checkpoint.extents.size());
+  Plan plan;
+  plan.placement = std::move(placement);
+  plan.kv_bytes = KvCacheBytes(checkpoint.config, inputs.workload);
+  plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    const uint64_t bytes = checkpoint.extents[i].padded_bytes;
+    if (plan.placement[i] == Tier::kNvme) {
+      plan.streamed_bytes_per_step += bytes;
+    } else {
+      plan.resident_bytes += bytes;
+    }
+  }
+  plan.offload_needed = plan.streamed_bytes_per_step > 0;
+  if (plan.offload_needed) {
+    plan.prefetch_depth = prefetch_depth;
+    plan.num_staging_buffers = prefetch_depth + 1;
+    plan.staging_buffer_bytes = checkpoint.max_extent_padded_bytes();
+    plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
+  }
+  Predict(inputs, plan);
+  return plan;
+}
+
 std::string Plan::Summary() const {
   const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
   const int resident = static_cast<int>(placement.size()) - streamed;

@@ -76,6 +76,11 @@ struct Plan {
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);
 
+// The memory use and prediction of a placement chosen elsewhere (--weights resident|stream), so
+// runs that override the planner still report how close they came to their bound.
+Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
+                       int prefetch_depth);
+
 // KV-cache and activation bytes of a workload on the CPU backend (f32).
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);

@@ -3,14 +3,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/error.h"
 #include "io/tiered_weight_source.h"
 
 namespace zinf::io {
 
 std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
                                                const WeightSourceOptions& options) {
-  // One placement for every extent today; a planner may later mix them per extent.
-  std::vector<WeightPlacement> placements(checkpoint.extents.size(), options.placement);
+  std::vector<WeightPlacement> placements = options.placements;
+  if (placements.empty()) placements.assign(checkpoint.extents.size(), options.placement);
+  if (placements.size() != checkpoint.extents.size()) {
+    Fail("{} placements for the {} extents of {}", placements.size(), checkpoint.extents.size(),
+         checkpoint.weights_file);
+  }
   TieredOptions tiered;
   tiered.prefetch_depth = options.prefetch_depth;
   tiered.reader.allow_direct_io = options.allow_direct_io;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "engine/checkpoint.h"
 #include "engine/weight_source.h"
@@ -16,6 +17,8 @@ enum class WeightPlacement {
 
 struct WeightSourceOptions {
   WeightPlacement placement = WeightPlacement::kResident;
+  // Per extent, in checkpoint order (a planner's choice); empty: `placement` for every extent.
+  std::vector<WeightPlacement> placements;
   int prefetch_depth = 1;      // streamed: extents read ahead of the one being computed
   bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
   ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see uring_reader.h

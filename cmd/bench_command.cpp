@@ -1,0 +1,205 @@
+// zinf bench --model DIR: sweeps batch size, prompt and generation length, placement and prefetch
+// depth (comma lists, like llama-bench), repeats each configuration, and reports mean ± sd.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cmd/bench_report.h"
+#include "cmd/commands.h"
+#include "cmd/engine_session.h"
+#include "engine/error.h"
+#include "engine/generator.h"
+#include "model_formats/zinf_format.h"
+
+namespace zinf::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string model_dir;
+  std::vector<int> batch_sizes = {1, 4, 16};
+  std::vector<int> prompt_lens = {32};
+  std::vector<int> gen_lens = {32};
+  std::vector<std::string> weights = {"auto"};
+  std::vector<int> prefetch_depths = {-1};
+  std::string refill = "continuous";
+  int num_prompts = 0;  // 0: one batch
+  int repeats = 3;
+  int threads = 0;
+  std::string cpu_mem;
+  std::string csv_path, json_path, plot_path;
+};
+
+// Deterministic prompts of `length` ids in [3, vocab): the same for every configuration.
+std::vector<Request> SyntheticRequests(int count, int length, int gen_len, int vocab) {
+  std::mt19937_64 rng(12345);
+  std::vector<Request> requests;
+  for (int i = 0; i < count; ++i) {
+    Request request;
+    request.id = std::to_string(i);
+    for (int t = 0; t < length; ++t) {
+      request.prompt_ids.push_back(static_cast<TokenId>(3 + rng() % (vocab - 3)));
+    }
+    request.max_new_tokens = gen_len;
+    request.ignore_eos = true;
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+struct RunResult {
+  double prefill_tokens_per_s, decode_tokens_per_s, generation_tokens_per_s, disk_gbps;
+};
+
+RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_options,
+                  Refill refill, const std::vector<Request>& requests, double& predicted,
+                  std::string& bound) {
+  EngineSession session(checkpoint, session_options);
+  predicted = session.plan().predicted_tokens_per_s;
+  bound = session.plan().bound;
+  const uint64_t bytes_before = session.weights().stats().bytes_read;  // the resident load
+  GeneratorOptions options;
+  options.refill = refill;
+  Generator generator(session.model(), nullptr, options);
+  size_t next = 0;
+  GeneratorCallbacks callbacks;
+  callbacks.next_request = [&]() -> std::optional<Request> {
+    if (next == requests.size()) return std::nullopt;
+    return requests[next++];
+  };
+  callbacks.on_complete = [](const Request&, Completion&&) {};
+  callbacks.on_error = [](const Request& request, const std::string& message) {
+    Fail("bench request {}: {}", request.id, message);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  generator.Run(callbacks, nullptr);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const GenerationStats& stats = generator.stats();
+  const double streamed = session.weights().stats().bytes_read - bytes_before;
+  auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
+  return {rate(stats.prompt_tokens, stats.prefill_seconds),
+          rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
+          rate(stats.generated_tokens, seconds), rate(streamed / 1e9, seconds)};
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::trunc);
+  if (!(file << text)) Fail("cannot write {}", path);
+  spdlog::info("wrote {}", path);
+}
+
+void WritePlot(const std::string& path, const std::string& svg) {
+  if (path.ends_with(".svg")) return WriteText(path, svg);
+  if (!path.ends_with(".png")) Fail("--plot: {} must end in .svg or .png", path);
+  // PNG by way of rsvg-convert (Debian's librsvg2-bin), when it is installed.
+  const std::string svg_path = path + ".svg";
+  WriteText(svg_path, svg);
+  const std::string command = fmt::format("rsvg-convert -o '{}' '{}'", path, svg_path);
+  if (std::system(command.c_str()) != 0) {
+    Fail("--plot {}: converting to PNG needs rsvg-convert (apt-get install librsvg2-bin); the "
+         "SVG is in {}",
+         path, svg_path);
+  }
+  std::filesystem::remove(svg_path);
+}
+
+void RunBench(const BenchOptions& options) {
+  const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
+  if (options.refill != "continuous" && options.refill != "static") {
+    Fail("--refill: '{}' is not one of continuous, static", options.refill);
+  }
+  const Refill refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
+  std::vector<BenchRow> rows;
+  for (const std::string& weights : options.weights) {
+    for (int depth : options.prefetch_depths) {
+      for (int prompt_len : options.prompt_lens) {
+        for (int gen_len : options.gen_lens) {
+          for (int batch : options.batch_sizes) {
+            SessionOptions session;
+            session.batch_size = batch;
+            session.max_context = prompt_len + gen_len + 1;
+            session.step_tokens = std::max(512, batch);
+            session.threads = options.threads;
+            session.weights = weights;
+            session.prefetch_depth = depth;
+            session.cpu_mem = options.cpu_mem;
+            const int count = options.num_prompts > 0 ? options.num_prompts : batch;
+            const std::vector<Request> requests =
+                SyntheticRequests(count, prompt_len, gen_len, checkpoint.config.vocab_size);
+            std::vector<double> prefill, decode, generation, disk;
+            BenchRow row;
+            for (int r = 0; r < options.repeats; ++r) {
+              const RunResult result = RunOnce(checkpoint, session, refill, requests,
+                                               row.predicted_decode_tokens_per_s, row.bound);
+              prefill.push_back(result.prefill_tokens_per_s);
+              decode.push_back(result.decode_tokens_per_s);
+              generation.push_back(result.generation_tokens_per_s);
+              disk.push_back(result.disk_gbps);
+            }
+            row.weights = weights;
+            row.prefetch_depth = depth;
+            row.batch_size = batch;
+            row.prompt_len = prompt_len;
+            row.gen_len = gen_len;
+            row.refill = options.refill;
+            row.repeats = options.repeats;
+            row.prefill_tokens_per_s = Summarize(prefill);
+            row.decode_tokens_per_s = Summarize(decode);
+            row.generation_tokens_per_s = Summarize(generation);
+            row.disk_gbps = Summarize(disk);
+            row.percent_of_bound = row.predicted_decode_tokens_per_s > 0
+                                       ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
+                                       : 0;
+            rows.push_back(row);
+            spdlog::info("batch {}: decode {:.1f} tok/s", batch, row.decode_tokens_per_s.mean);
+          }
+        }
+      }
+    }
+  }
+  fmt::print("{}", MarkdownTable(rows));
+  if (!options.csv_path.empty()) WriteText(options.csv_path, Csv(rows));
+  if (!options.json_path.empty()) WriteText(options.json_path, Json(rows));
+  if (!options.plot_path.empty()) {
+    WritePlot(options.plot_path,
+              ThroughputPlotSvg(rows, fmt::format("zinf bench — {} ({} layers, {})",
+                                                  checkpoint.config.model_type,
+                                                  checkpoint.config.num_layers,
+                                                  DTypeName(checkpoint.dtype))));
+  }
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* command = app.add_subcommand(
+      "bench", "Throughput sweeps over batch size, lengths, placement and prefetch depth");
+  command->add_option("--model", options->model_dir, "converted zinf checkpoint")->required();
+  command->add_option("--batch-size", options->batch_sizes, "comma list")->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--prompt-len", options->prompt_lens, "comma list")->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--gen-len", options->gen_lens, "comma list")->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--weights", options->weights, "comma list of auto, resident, stream")
+      ->delimiter(',')->capture_default_str();
+  command->add_option("--prefetch-depth", options->prefetch_depths,
+                      "comma list; -1 takes the plan's")->delimiter(',')->capture_default_str();
+  command->add_option("--refill", options->refill, "continuous or static")->capture_default_str();
+  command->add_option("--num-prompts", options->num_prompts, "prompts per run (default: one batch)");
+  command->add_option("--repeat", options->repeats, "runs per configuration")->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads (default: all cores)");
+  command->add_option("--cpu-mem", options->cpu_mem, "DRAM budget for the planner (auto weights)");
+  command->add_option("--csv", options->csv_path, "also write CSV here");
+  command->add_option("--json", options->json_path, "also write JSON here");
+  command->add_option("--plot", options->plot_path, "throughput vs batch size, .svg or .png");
+  command->callback([options] { RunBench(*options); });
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,69 @@
+// EngineSession: options → limits → plan → placements → weight source → backend → model.
+#include "cmd/engine_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "cmd/byte_size.h"
+#include "cmd/calibration.h"
+#include "engine/error.h"
+
+namespace zinf::cli {
+
+namespace {
+
+PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& options,
+                        const ModelLimits& limits) {
+  PlannerInputs inputs;
+  inputs.checkpoint = &checkpoint;
+  inputs.backend = BackendKind::kCpu;
+  inputs.cpu_mem_bytes =
+      options.cpu_mem.empty() ? PhysicalMemoryBytes() : ParseByteSize(options.cpu_mem, "--cpu-mem");
+  inputs.workload.batch_size = limits.max_sequences;
+  inputs.workload.max_context = limits.max_context;
+  inputs.workload.step_tokens = limits.max_tokens_per_step;
+  if (std::optional<Bandwidths> measured = LoadCalibration()) inputs.bandwidths = *measured;
+  return inputs;
+}
+
+}  // namespace
+
+EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions& options) {
+  if (options.batch_size < 1) Fail("--batch-size must be at least 1, got {}", options.batch_size);
+  limits_.max_sequences = options.batch_size;
+  limits_.max_context = options.max_context > 0
+                            ? options.max_context
+                            : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
+  limits_.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
+
+  const PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
+  if (options.weights == "auto") {
+    plan_ = MakePlan(inputs);
+    if (options.prefetch_depth >= 0 && plan_.offload_needed) {
+      plan_ = EvaluatePlacement(inputs, plan_.placement, options.prefetch_depth);
+    }
+  } else if (options.weights == "resident" || options.weights == "stream") {
+    const Tier tier = options.weights == "resident" ? Tier::kDevice : Tier::kNvme;
+    plan_ = EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier),
+                              options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
+  } else {
+    Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
+  }
+  spdlog::info("{}", plan_.Summary());
+
+  io::WeightSourceOptions source;
+  source.fault_hook = options.fault_hook;
+  for (Tier tier : plan_.placement) {
+    source.placements.push_back(tier == Tier::kNvme ? io::WeightPlacement::kStreamed
+                                                    : io::WeightPlacement::kResident);
+  }
+  source.prefetch_depth = plan_.prefetch_depth;
+  weights_ = io::OpenWeightSource(checkpoint, source);
+  const int threads = options.threads > 0 ? options.threads
+                                          : static_cast<int>(std::thread::hardware_concurrency());
+  backend_ = std::make_unique<CpuBackend>(threads);
+  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,53 @@
+// Everything one run of the engine needs, built from a checkpoint and the user's options: the
+// placement plan, the weight source it implies, the CPU backend and the model. Shared by generate
+// and bench so both run exactly the same path.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/checkpoint.h"
+#include "engine/cpu_backend.h"
+#include "engine/model.h"
+#include "engine/planner.h"
+#include "engine/weight_source.h"
+#include "io/weight_source_factory.h"
+
+namespace zinf::cli {
+
+struct SessionOptions {
+  int batch_size = 8;
+  int max_context = 0;   // 0: the model's max_position_embeddings, at most kDefaultMaxContext
+  int step_tokens = 512;
+  int threads = 0;       // 0: all cores
+  std::string weights = "auto";  // auto (planner under cpu_mem), resident or stream
+  int prefetch_depth = -1;       // -1: the plan's
+  std::string cpu_mem;           // e.g. "24G"; empty: this machine's memory
+  io::ReadFaultHook fault_hook;  // tests only
+};
+
+// Without --max-context, long-context models get this many positions per sequence, so the KV
+// cache of a large batch stays within DRAM.
+inline constexpr int kDefaultMaxContext = 4096;
+
+// Owns the weight source, backend and model; not thread-safe. Construction throws zinf::Error
+// (a plan that cannot fit, an unreadable weights file).
+class EngineSession {
+ public:
+  EngineSession(const Checkpoint& checkpoint, const SessionOptions& options);
+
+  Model& model() { return *model_; }
+  WeightSource& weights() { return *weights_; }
+  const Plan& plan() const { return plan_; }
+  const ModelLimits& limits() const { return limits_; }
+  std::string backend_name() const { return backend_->name(); }
+
+ private:
+  Plan plan_;
+  ModelLimits limits_;
+  std::unique_ptr<WeightSource> weights_;
+  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace zinf::cli
