@@ -1,0 +1,81 @@
+// zinf plan, calibrate and bench through the binary.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/cmd/cli_harness.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+TEST_CASE("zinf plan explains every shipped config under a small and a large DRAM budget") {
+  const std::string configs = std::string(ZINF_SOURCE_DIR) + "/configs";
+  for (const auto& entry : std::filesystem::directory_iterator(configs)) {
+    if (entry.path().extension() != ".json") continue;
+    for (const char* budget : {"24G", "128G"}) {
+      INFO(entry.path().filename().string() << " with --cpu-mem " << budget);
+      const CliResult result =
+          RunZinf({"plan", "--config", entry.path().string(), "--cpu-mem", budget,
+                   "--batch-size", "1", "--max-context", "512", "--disk-gbps", "3"});
+      INFO(result.err);
+      REQUIRE(result.exit_code == 0);
+      CHECK(result.out.find("predicted") != std::string::npos);
+      CHECK(result.out.find("-bound") != std::string::npos);
+    }
+  }
+  // The 405B model's layers are larger than a 2 GiB budget: the error shows the numbers.
+  const CliResult too_small = RunZinf(
+      {"plan", "--config", configs + "/llama-3.1-405b.json", "--cpu-mem", "2G"});
+  CHECK(too_small.exit_code != 0);
+  CHECK(too_small.err.find("too small") != std::string::npos);
+  CHECK(too_small.err.find("GiB") != std::string::npos);
+}
+
+TEST_CASE("zinf plan on a model that fits says offload is pointless") {
+  const CliResult result = RunZinf({"plan", "--model", ConvertedStories260KDir()});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.out.find("nothing is offloaded") != std::string::npos);
+}
+
+TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
+  const std::string cache = MakeTempDir("calibration-cache");
+  const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
+  const CliResult calibrate = RunZinf(
+      {"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "1"}, "",
+      with_cache);
+  INFO(calibrate.err);
+  REQUIRE(calibrate.exit_code == 0);
+  const nlohmann::json rates = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
+  CHECK(rates["disk_read_gbps"].get<double>() > 0);
+  CHECK(rates["dram_read_gbps"].get<double>() > 0);
+  CHECK(rates["compute_gflops"].get<double>() > 0);
+  const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
+  CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
+}
+
+TEST_CASE("zinf bench writes a table, CSV, JSON and a plot") {
+  const std::string dir = MakeTempDir("bench-cli");
+  const CliResult result = RunZinf(
+      {"bench", "--model", ConvertedStories260KDir(), "--batch-size", "1,3", "--prompt-len", "8",
+       "--gen-len", "4", "--weights", "resident,stream", "--repeat", "2", "--csv",
+       dir + "/b.csv", "--json", dir + "/b.json", "--plot", dir + "/b.svg"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(Lines(result.out).size() == 2 + 4);  // header, rule, 2 placements × 2 batch sizes
+  CHECK(Lines(ReadFile(dir + "/b.csv")).size() == 1 + 4);
+  const nlohmann::json rows = nlohmann::json::parse(ReadFile(dir + "/b.json"));
+  REQUIRE(rows.size() == 4);
+  for (const auto& row : rows) {
+    CHECK(row["decode_tok_s"]["mean"].get<double>() > 0);
+    CHECK(row["repeats"] == 2);
+  }
+  CHECK(rows[2]["weights"] == "stream");
+  CHECK(rows[2]["disk_gbps"]["mean"].get<double>() > 0);  // streaming reads the file every step
+  CHECK(rows[0]["disk_gbps"]["mean"].get<double>() == 0);  // resident does not
+  CHECK(ReadFile(dir + "/b.svg").find("<svg") == 0);
+}
+
+}  // namespace zinf::testing
