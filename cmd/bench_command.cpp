@@ -23,11 +23,11 @@ namespace {
 struct BenchOptions {
   std::string model_dir;
   std::vector<int> batch_sizes = {1, 4, 16};
-  std::vector<int> prompt_lens = {32};
-  std::vector<int> gen_lens = {32};
+  std::vector<std::string> prompt_lens = {"32"};  // "N", or "A:B" for lengths drawn from [A, B]
+  std::vector<std::string> gen_lens = {"32"};
   std::vector<std::string> weights = {"auto"};
   std::vector<int> prefetch_depths = {-1};
-  std::string refill = "continuous";
+  std::vector<std::string> refills = {"continuous"};
   int num_prompts = 0;  // 0: one batch
   int repeats = 3;
   int threads = 0;
@@ -35,17 +35,41 @@ struct BenchOptions {
   std::string csv_path, json_path, plot_path;
 };
 
-// Deterministic prompts of `length` ids in [3, vocab): the same for every configuration.
-std::vector<Request> SyntheticRequests(int count, int length, int gen_len, int vocab) {
+// A length, or a range of lengths a mixed workload draws from.
+struct LengthRange {
+  int low = 0, high = 0;
+  std::string text;
+};
+
+LengthRange ParseLength(const std::string& text, const char* option) {
+  LengthRange range{0, 0, text};
+  const size_t colon = text.find(':');
+  try {
+    range.low = std::stoi(text.substr(0, colon));
+    range.high = colon == std::string::npos ? range.low : std::stoi(text.substr(colon + 1));
+  } catch (const std::exception&) {
+    Fail("{}: '{}' is not a length N or a range A:B", option, text);
+  }
+  if (range.low < 1 || range.high < range.low) Fail("{}: '{}' is not a valid length", option, text);
+  return range;
+}
+
+// Deterministic prompts of ids in [3, vocab), lengths drawn uniformly from the ranges: the same
+// requests for every configuration, so rows compare the engine, not the workload.
+std::vector<Request> SyntheticRequests(int count, LengthRange prompt, LengthRange gen, int vocab) {
   std::mt19937_64 rng(12345);
+  auto draw = [&](LengthRange range) {
+    return range.low + static_cast<int>(rng() % (range.high - range.low + 1));
+  };
   std::vector<Request> requests;
   for (int i = 0; i < count; ++i) {
     Request request;
     request.id = std::to_string(i);
+    const int length = draw(prompt);
     for (int t = 0; t < length; ++t) {
       request.prompt_ids.push_back(static_cast<TokenId>(3 + rng() % (vocab - 3)));
     }
-    request.max_new_tokens = gen_len;
+    request.max_new_tokens = draw(gen);
     request.ignore_eos = true;
     requests.push_back(std::move(request));
   }
@@ -87,6 +111,29 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
           rate(stats.generated_tokens, seconds), rate(streamed / 1e9, seconds)};
 }
 
+// Runs one configuration `row.repeats` times and fills in its measurements.
+void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Refill refill,
+                const std::vector<Request>& requests, BenchRow& row) {
+  std::vector<double> prefill, decode, generation, disk;
+  for (int r = 0; r < row.repeats; ++r) {
+    const RunResult result =
+        RunOnce(checkpoint, session, refill, requests, row.predicted_decode_tokens_per_s, row.bound);
+    prefill.push_back(result.prefill_tokens_per_s);
+    decode.push_back(result.decode_tokens_per_s);
+    generation.push_back(result.generation_tokens_per_s);
+    disk.push_back(result.disk_gbps);
+  }
+  row.prefill_tokens_per_s = Summarize(prefill);
+  row.decode_tokens_per_s = Summarize(decode);
+  row.generation_tokens_per_s = Summarize(generation);
+  row.disk_gbps = Summarize(disk);
+  row.percent_of_bound = row.predicted_decode_tokens_per_s > 0
+                             ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
+                             : 0;
+  spdlog::info("{} weights, batch {}, {} refill: generation {:.1f} tok/s", row.weights,
+               row.batch_size, row.refill, row.generation_tokens_per_s.mean);
+}
+
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream file(path, std::ios::trunc);
   if (!(file << text)) Fail("cannot write {}", path);
@@ -110,53 +157,41 @@ void WritePlot(const std::string& path, const std::string& svg) {
 
 void RunBench(const BenchOptions& options) {
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
-  if (options.refill != "continuous" && options.refill != "static") {
-    Fail("--refill: '{}' is not one of continuous, static", options.refill);
-  }
-  const Refill refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   std::vector<BenchRow> rows;
-  for (const std::string& weights : options.weights) {
-    for (int depth : options.prefetch_depths) {
-      for (int prompt_len : options.prompt_lens) {
-        for (int gen_len : options.gen_lens) {
-          for (int batch : options.batch_sizes) {
-            SessionOptions session;
-            session.batch_size = batch;
-            session.max_context = prompt_len + gen_len + 1;
-            session.step_tokens = std::max(512, batch);
-            session.threads = options.threads;
-            session.weights = weights;
-            session.prefetch_depth = depth;
-            session.cpu_mem = options.cpu_mem;
-            const int count = options.num_prompts > 0 ? options.num_prompts : batch;
-            const std::vector<Request> requests =
-                SyntheticRequests(count, prompt_len, gen_len, checkpoint.config.vocab_size);
-            std::vector<double> prefill, decode, generation, disk;
-            BenchRow row;
-            for (int r = 0; r < options.repeats; ++r) {
-              const RunResult result = RunOnce(checkpoint, session, refill, requests,
-                                               row.predicted_decode_tokens_per_s, row.bound);
-              prefill.push_back(result.prefill_tokens_per_s);
-              decode.push_back(result.decode_tokens_per_s);
-              generation.push_back(result.generation_tokens_per_s);
-              disk.push_back(result.disk_gbps);
+  for (const std::string& refill_name : options.refills) {
+    if (refill_name != "continuous" && refill_name != "static") {
+      Fail("--refill: '{}' is not one of continuous, static", refill_name);
+    }
+    const Refill refill = refill_name == "static" ? Refill::kStatic : Refill::kContinuous;
+    for (const std::string& weights : options.weights) {
+      for (int depth : options.prefetch_depths) {
+        for (const std::string& prompt_text : options.prompt_lens) {
+          for (const std::string& gen_text : options.gen_lens) {
+            const LengthRange prompt = ParseLength(prompt_text, "--prompt-len");
+            const LengthRange gen = ParseLength(gen_text, "--gen-len");
+            for (int batch : options.batch_sizes) {
+              BenchRow row;
+              row.weights = weights;
+              row.prefetch_depth = depth;
+              row.batch_size = batch;
+              row.prompt_len = prompt.text;
+              row.gen_len = gen.text;
+              row.refill = refill_name;
+              row.repeats = options.repeats;
+              SessionOptions session;
+              session.batch_size = batch;
+              session.max_context = prompt.high + gen.high + 1;
+              session.step_tokens = std::max(512, batch);
+              session.threads = options.threads;
+              session.weights = weights;
+              session.prefetch_depth = depth;
+              session.cpu_mem = options.cpu_mem;
+              const int count = options.num_prompts > 0 ? options.num_prompts : batch;
+              const std::vector<Request> requests =
+                  SyntheticRequests(count, prompt, gen, checkpoint.config.vocab_size);
+              MeasureRow(checkpoint, session, refill, requests, row);
+              rows.push_back(row);
             }
-            row.weights = weights;
-            row.prefetch_depth = depth;
-            row.batch_size = batch;
-            row.prompt_len = prompt_len;
-            row.gen_len = gen_len;
-            row.refill = options.refill;
-            row.repeats = options.repeats;
-            row.prefill_tokens_per_s = Summarize(prefill);
-            row.decode_tokens_per_s = Summarize(decode);
-            row.generation_tokens_per_s = Summarize(generation);
-            row.disk_gbps = Summarize(disk);
-            row.percent_of_bound = row.predicted_decode_tokens_per_s > 0
-                                       ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
-                                       : 0;
-            rows.push_back(row);
-            spdlog::info("batch {}: decode {:.1f} tok/s", batch, row.decode_tokens_per_s.mean);
           }
         }
       }
@@ -183,15 +218,17 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--model", options->model_dir, "converted zinf checkpoint")->required();
   command->add_option("--batch-size", options->batch_sizes, "comma list")->delimiter(',')
       ->capture_default_str();
-  command->add_option("--prompt-len", options->prompt_lens, "comma list")->delimiter(',')
-      ->capture_default_str();
-  command->add_option("--gen-len", options->gen_lens, "comma list")->delimiter(',')
-      ->capture_default_str();
+  command->add_option("--prompt-len", options->prompt_lens,
+                      "comma list of lengths N or ranges A:B (mixed lengths drawn from [A, B])")
+      ->delimiter(',')->capture_default_str();
+  command->add_option("--gen-len", options->gen_lens, "comma list of lengths N or ranges A:B")
+      ->delimiter(',')->capture_default_str();
   command->add_option("--weights", options->weights, "comma list of auto, resident, stream")
       ->delimiter(',')->capture_default_str();
   command->add_option("--prefetch-depth", options->prefetch_depths,
                       "comma list; -1 takes the plan's")->delimiter(',')->capture_default_str();
-  command->add_option("--refill", options->refill, "continuous or static")->capture_default_str();
+  command->add_option("--refill", options->refills, "comma list of continuous, static")
+      ->delimiter(',')->capture_default_str();
   command->add_option("--num-prompts", options->num_prompts, "prompts per run (default: one batch)");
   command->add_option("--repeat", options->repeats, "runs per configuration")->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads (default: all cores)");

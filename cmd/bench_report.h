@@ -18,8 +18,8 @@ struct BenchRow {
   std::string weights;  // auto, resident, stream
   int prefetch_depth = 0;
   int batch_size = 0;
-  int prompt_len = 0;
-  int gen_len = 0;
+  std::string prompt_len;  // "N" or a range "A:B"
+  std::string gen_len;
   std::string refill;
   int repeats = 0;
   // Measured, over the repeats.
