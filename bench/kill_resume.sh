@@ -3,16 +3,16 @@
 # resumes it each time, then checks that the final output holds every request exactly once and
 # that each line is byte-identical to an uninterrupted run's line.
 #
-# Usage: bench/kill_resume.sh            (50 kills, 200 prompts; about a minute)
-#   ZINF=build-x/zinf KILLS=10 PROMPTS=60 MAX_NEW_TOKENS=120 SEED=7 WORK=/tmp/kr bench/kill_resume.sh
+# Usage: bench/kill_resume.sh            (50 kills, 320 prompts; about a minute)
+#   ZINF=build-x/zinf KILLS=10 PROMPTS=64 MAX_NEW_TOKENS=400 SEED=7 WORK=/tmp/kr bench/kill_resume.sh
 # Needs only bash and coreutils/grep/awk (no python, no jq). Exit 0: all checks passed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ZINF="${ZINF:-$ROOT/build/zinf}"
 KILLS="${KILLS:-50}"
-PROMPTS="${PROMPTS:-200}"
-MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-200}"
+PROMPTS="${PROMPTS:-320}"
+MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-400}"
 SEED="${SEED:-$$}"
 WORK="${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/zinf-kill-resume.XXXXXX")}"
 RANDOM="$SEED"  # the kill moments are reproducible from the printed seed
@@ -26,11 +26,11 @@ echo "kill_resume: zinf $ZINF, $KILLS kills, $PROMPTS prompts, seed $SEED, work 
 
 # 2. A JSONL prompt file of mixed requests: prompts of different lengths, per-request
 # max_new_tokens, a stop string, some requests that fail on purpose (invalid UTF-8; a prompt too
-# long for --max-context 256) so resume also has to skip error lines.
+# long for --max-context 512) so resume also has to skip error lines.
 starts=("Once upon a time" "Lily and Ben went to the park. They saw a big dog and a small cat."
         "The sun" "One day, a clever fox found a shiny key under the old oak tree. He picked it up."
         "Tom was sad." "There was a little bird who could not fly. Every day she watched the others")
-long_prompt="$(printf 'the big red ball %.0s' $(seq 1 120))"
+long_prompt="$(printf 'the big red ball %.0s' $(seq 1 200))"
 prompts="$WORK/prompts.jsonl"
 : > "$prompts"
 for ((i = 1; i <= PROMPTS; i++)); do
@@ -51,7 +51,7 @@ done
 
 # One thread and a small batch: a run lasts long enough that most kills land mid-run.
 args=(--log-level error generate --model "$WORK/model" --prompts "$prompts" --batch-size 4
-      --threads 1 --max-context 256 --max-new-tokens "$MAX_NEW_TOKENS" --temperature 0)
+      --threads 1 --max-context 512 --max-new-tokens "$MAX_NEW_TOKENS" --temperature 0 --ignore-eos)
 
 # 3. The uninterrupted reference.
 start_s=$SECONDS
@@ -70,7 +70,7 @@ for ((k = 1; k <= KILLS; k++)); do
   sleep "$(printf '0.%03d' "$delay_ms")"
   if kill -9 "$pid" 2> /dev/null; then
     status=0
-    wait "$pid" || status=$?
+    wait "$pid" 2> /dev/null || status=$?  # no "Killed" notice from bash
     if ((status == 137)); then kills_mid_run=$((kills_mid_run + 1)); else runs_finished=$((runs_finished + 1)); fi
   else
     wait "$pid" || { echo "kill_resume: run $k failed before its kill" >&2; exit 1; }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "engine/error.h"
 
@@ -16,16 +17,30 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string GiB(uint64_t bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 
-// Order in which extents claim the DRAM left after staging, KV and activations: per byte kept
-// resident every extent saves the same disk time, so the embeddings (least compute per byte) come
-// first and the others follow in file order, which also keeps a resident prefix contiguous.
+// Order in which extents claim the DRAM left after the KV cache and activations. Per byte kept
+// resident, every extent saves the same disk time; but the largest streamed extent sets the size of
+// every staging buffer, so the largest extents go first. Among equals the embeddings lead (only a
+// few of their rows are used, yet streaming reads them whole), then file order, which keeps the
+// resident layers a contiguous prefix.
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
   std::vector<size_t> order(extents.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_partition(order.begin(), order.end(), [&](size_t idx) {
-    return extents[idx].kind == ExtentKind::kEmbedding;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (extents[a].padded_bytes != extents[b].padded_bytes) {
+      return extents[a].padded_bytes > extents[b].padded_bytes;
+    }
+    return extents[a].kind == ExtentKind::kEmbedding && extents[b].kind != ExtentKind::kEmbedding;
   });
   return order;
+}
+
+// The largest extent still streamed: the staging buffer size.
+uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
+  uint64_t largest = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (placement[i] == Tier::kNvme) largest = std::max(largest, extents[i].padded_bytes);
+  }
+  return largest;
 }
 
 double ParameterCount(const Checkpoint& checkpoint) {
@@ -47,12 +62,16 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   plan.memory_seconds_per_step =
       (checkpoint.total_bytes() + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
   plan.compute_seconds_per_step = 2.0 * ParameterCount(checkpoint) * batch / (bw.compute_gflops * 1e9);
-  const double step = std::max({plan.io_seconds_per_step, plan.memory_seconds_per_step,
-                                plan.compute_seconds_per_step});
+  // With prefetching, reads overlap compute; without it, each extent is read, then computed.
+  const double work = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  const bool overlapped = plan.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
+  const double step = overlapped ? std::max(plan.io_seconds_per_step, work)
+                                 : plan.io_seconds_per_step + work;
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
-  if (step == plan.io_seconds_per_step) {
+  const double largest = std::max(plan.io_seconds_per_step, work);
+  if (largest == plan.io_seconds_per_step) {
     plan.bound = "disk";
-  } else if (step == plan.memory_seconds_per_step) {
+  } else if (largest == plan.memory_seconds_per_step) {
     plan.bound = "memory";
   } else {
     plan.bound = "compute";
@@ -106,39 +125,49 @@ Plan MakePlan(const PlannerInputs& inputs) {
     return plan;  // everything fits: offload is pointless
   }
 
+  // For each prefetch depth: greedily keep extents resident while the resident bytes, the staging
+  // ring sized to the largest extent still streamed, and the fixed costs fit. A deeper ring costs
+  // DRAM that residency could use, so the depth whose plan predicts the most tokens/s wins (the
+  // deeper on a tie: it absorbs jitter in read times).
   plan.offload_needed = true;
+  const std::vector<size_t> order = ResidencyOrder(extents);
+  std::optional<Plan> best;
+  for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {
+    std::vector<Tier> placement(extents.size(), Tier::kNvme);
+    uint64_t resident = 0;
+    auto fits = [&](uint64_t resident_bytes) {
+      const uint64_t staging = (depth + 1) * LargestStreamed(extents, placement);
+      return fixed + resident_bytes + staging <= budget;
+    };
+    for (size_t idx : order) {
+      placement[idx] = Tier::kDevice;
+      if (fits(resident + extents[idx].padded_bytes)) {
+        resident += extents[idx].padded_bytes;
+      } else {
+        placement[idx] = Tier::kNvme;
+      }
+    }
+    if (!fits(resident)) continue;
+    plan.placement = placement;
+    plan.prefetch_depth = depth;
+    plan.num_staging_buffers = depth + 1;
+    plan.staging_buffer_bytes = LargestStreamed(extents, placement);
+    plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
+    plan.resident_bytes = resident;
+    for (size_t i = 0; i < extents.size(); ++i) {
+      if (placement[i] == Tier::kNvme) plan.streamed_bytes_per_step += extents[i].padded_bytes;
+    }
+    Predict(inputs, plan);
+    if (!best || plan.predicted_tokens_per_s > best->predicted_tokens_per_s) best = plan;
+    plan.streamed_bytes_per_step = 0;
+  }
+  if (best) return *best;
+  // Any placement needs staging for its largest streamed extent or holds that extent resident.
   const uint64_t largest = checkpoint.max_extent_padded_bytes();
-  for (int depth = inputs.max_prefetch_depth;; --depth) {
-    const uint64_t staging = static_cast<uint64_t>(depth + 1) * largest;
-    if (fixed + staging <= budget) {
-      plan.prefetch_depth = depth;
-      plan.num_staging_buffers = depth + 1;
-      plan.staging_buffer_bytes = largest;
-      plan.staging_bytes = staging;
-      break;
-    }
-    if (depth == 0) {
-      Fail("--cpu-mem {} is too small: streaming needs at least {} — KV cache {} (batch {} × "
-           "context {}) + activations {} + one staging buffer of {} (the largest extent); lower "
-           "--batch-size or --max-context, or raise --cpu-mem",
-           GiB(budget), GiB(fixed + largest), GiB(plan.kv_bytes), inputs.workload.batch_size,
-           inputs.workload.max_context, GiB(plan.activation_bytes), GiB(largest));
-    }
-  }
-
-  uint64_t left = budget - fixed - plan.staging_bytes;
-  for (size_t idx : ResidencyOrder(extents)) {
-    if (extents[idx].padded_bytes <= left) {
-      plan.placement[idx] = Tier::kDevice;
-      plan.resident_bytes += extents[idx].padded_bytes;
-      left -= extents[idx].padded_bytes;
-    } else {
-      plan.placement[idx] = Tier::kNvme;
-      plan.streamed_bytes_per_step += extents[idx].padded_bytes;
-    }
-  }
-  Predict(inputs, plan);
-  return plan;
+  Fail("--cpu-mem {} is too small: streaming needs at least {} — KV cache {} (batch {} × "
+       "context {}) + activations {} + one staging buffer of {} (the largest extent); lower --batch-size or --max-context, or raise --cpu-mem",
+       GiB(budget), GiB(fixed + largest), GiB(plan.kv_bytes), inputs.workload.batch_size,
+       inputs.workload.max_context, GiB(plan.activation_bytes), GiB(largest));
 }
 
 Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,

