@@ -151,16 +151,18 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   WriteManifestWithSource(out_dir.string(), checkpoint,
                           {hf_dir.filename().string(), checkpoint.config.model_type});
 
-  ConvertSummary summary;
-  summary.num_extents = static_cast<int>(checkpoint.extents.size());
-  for (const ExtentInfo& extent : checkpoint.extents) {
-    summary.num_tensors += static_cast<int>(extent.tensors.size());
-  }
-  summary.weights_bytes = PaddedFileBytes(checkpoint.extents);
-  return summary;
+  return SummarizeCheckpoint(checkpoint.extents);
 }
 
 }  // namespace
+
+ConvertSummary SummarizeCheckpoint(const std::vector<ExtentInfo>& extents) {
+  ConvertSummary summary;
+  summary.num_extents = static_cast<int>(extents.size());
+  for (const ExtentInfo& extent : extents) summary.num_tensors += static_cast<int>(extent.tensors.size());
+  summary.weights_bytes = PaddedFileBytes(extents);
+  return summary;
+}
 
 ConvertSummary ConvertCheckpoint(const std::string& hf_dir, const std::string& out_dir,
                                  const ConvertOptions& options) {

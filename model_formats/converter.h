@@ -5,7 +5,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "engine/checkpoint.h"
 #include "engine/dtype.h"
 
 namespace zinf::formats {
@@ -22,6 +24,9 @@ struct ConvertSummary {
   int num_tensors = 0;
   uint64_t weights_bytes = 0;
 };
+
+// Counts of a written checkpoint's extent table, for the summary line.
+ConvertSummary SummarizeCheckpoint(const std::vector<ExtentInfo>& extents);
 
 ConvertSummary ConvertCheckpoint(const std::string& hf_dir, const std::string& out_dir,
                                  const ConvertOptions& options);

@@ -100,13 +100,7 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
                           {"synthetic:" + fs::path(config_json_path).filename().string(),
                            checkpoint.config.model_type});
 
-  ConvertSummary summary;
-  summary.num_extents = static_cast<int>(checkpoint.extents.size());
-  for (const ExtentInfo& extent : checkpoint.extents) {
-    summary.num_tensors += static_cast<int>(extent.tensors.size());
-  }
-  summary.weights_bytes = PaddedFileBytes(checkpoint.extents);
-  return summary;
+  return SummarizeCheckpoint(checkpoint.extents);
 }
 
 }  // namespace zinf::formats
