@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cmd/commands.h"
+#include "cmd/engine_session.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
 #include "cmd/output_file.h"
@@ -30,19 +31,11 @@ struct GenerateOptions {
   bool resume = false;
   bool skip_bad_lines = false;
   bool print = false;
-  int batch_size = 8;
-  int max_context = 0;  // 0: the model's max_position_embeddings, capped at kDefaultMaxContext
-  int step_tokens = 512;
-  int threads = 0;
-  std::string weights = "resident";
-  int prefetch_depth = 1;
+  SessionOptions session;
+  std::string refill = "continuous";
   std::string fault_inject;  // testing only; see cmd/fault_injection.h
   Request defaults;
 };
-
-// Without --max-context, long-context models get this many positions per sequence, so the KV
-// cache of a large batch stays within DRAM.
-constexpr int kDefaultMaxContext = 4096;
 
 // Reads the whole prompt file once, one line at a time, before any work: a malformed line, a
 // duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
@@ -115,12 +108,6 @@ class RequestFeed {
   size_t errors_written_ = 0;
 };
 
-io::WeightPlacement ParsePlacement(const std::string& name) {
-  if (name == "resident") return io::WeightPlacement::kResident;
-  if (name == "stream") return io::WeightPlacement::kStreamed;
-  Fail("--weights: '{}' is not one of resident, stream", name);
-}
-
 void LogSummary(const GenerationStats& stats, const WeightIoStats& io, double seconds) {
   auto rate = [](double count, double secs) { return secs > 0 ? count / secs : 0.0; };
   spdlog::info(
@@ -136,7 +123,9 @@ void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Fault> faults;
   if (!options.fault_inject.empty()) faults = ParseFaultSpec(options.fault_inject);
-  if (options.batch_size < 1) Fail("--batch-size must be at least 1, got {}", options.batch_size);
+  if (options.session.batch_size < 1) {
+    Fail("--batch-size must be at least 1, got {}", options.session.batch_size);
+  }
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
@@ -152,37 +141,28 @@ void RunGenerate(GenerateOptions options) {
                  output.path(), to_do);
   }
 
-  ModelLimits limits;
-  limits.max_sequences = options.batch_size;
-  limits.max_context = options.max_context > 0
-                           ? options.max_context
-                           : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
-  limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
-
-  io::WeightSourceOptions source_options;
-  source_options.placement = ParsePlacement(options.weights);
-  source_options.prefetch_depth = options.prefetch_depth;
+  SessionOptions session_options = options.session;
   std::unique_ptr<FaultInjector> faults_injected;
   Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
   if (!faults.empty()) {
     faults_injected = std::make_unique<FaultInjector>(checkpoint, std::move(faults));
     spdlog::warn("{}", faults_injected->Describe());
     weights_checkpoint.weights_file = faults_injected->weights_path();
-    source_options.fault_hook = faults_injected->Hook();
+    session_options.fault_hook = faults_injected->Hook();
   }
-  std::unique_ptr<WeightSource> weights = io::OpenWeightSource(weights_checkpoint, source_options);
-  const int threads = options.threads > 0 ? options.threads
-                                          : static_cast<int>(std::thread::hardware_concurrency());
-  CpuBackend backend(threads);
-  Model model(checkpoint, backend, *weights, limits);
-  spdlog::info("model {} ({} layers, {}), backend {}, weights {} (prefetch depth {}), batch {}, "
-               "context {}",
+  EngineSession session(weights_checkpoint, session_options);
+  Model& model = session.model();
+  spdlog::info("model {} ({} layers, {}), backend {}, batch {}, context {}",
                checkpoint.config.model_type, checkpoint.config.num_layers,
-               DTypeName(checkpoint.dtype), backend.name(), options.weights,
-               options.prefetch_depth, limits.max_sequences, limits.max_context);
+               DTypeName(checkpoint.dtype), session.backend_name(), session.limits().max_sequences,
+               session.limits().max_context);
 
   GeneratorOptions generator_options;
   generator_options.eos_ids = checkpoint.config.eos_token_ids;
+  if (options.refill != "continuous" && options.refill != "static") {
+    Fail("--refill: '{}' is not one of continuous, static", options.refill);
+  }
+  generator_options.refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   Generator generator(model, tokenizer.get(), generator_options);
   RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output);
   ProgressBar progress("generating", to_do);
@@ -227,7 +207,7 @@ void RunGenerate(GenerateOptions options) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  LogSummary(generator.stats(), weights->stats(), seconds);
+  LogSummary(generator.stats(), session.weights().stats(), seconds);
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
@@ -253,19 +233,26 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
-  command->add_option("--batch-size", options->batch_size, "sequences generated at once")
+  SessionOptions& session = options->session;
+  command->add_option("--batch-size", session.batch_size, "sequences generated at once")
       ->capture_default_str();
-  command->add_option("--max-context", options->max_context,
+  command->add_option("--max-context", session.max_context,
                       "positions per sequence (default: the model's, at most 4096)");
-  command->add_option("--step-tokens", options->step_tokens,
+  command->add_option("--step-tokens", session.step_tokens,
                       "most tokens per forward step (prompt chunks plus decode tokens)")
       ->capture_default_str();
-  command->add_option("--threads", options->threads, "CPU threads (default: all cores)");
-  command->add_option("--weights", options->weights,
-                      "resident (read once) or stream (re-read every step)")
+  command->add_option("--threads", session.threads, "CPU threads (default: all cores)");
+  command->add_option("--weights", session.weights,
+                      "auto (the planner places each extent under --cpu-mem), resident (read "
+                      "once) or stream (re-read every step)")
       ->capture_default_str();
-  command->add_option("--prefetch-depth", options->prefetch_depth,
-                      "extents read ahead while one computes (streamed weights)")
+  command->add_option("--cpu-mem", session.cpu_mem,
+                      "DRAM budget for weights, staging, KV cache and activations, e.g. 24G "
+                      "(default: this machine's memory)");
+  command->add_option("--prefetch-depth", session.prefetch_depth,
+                      "extents read ahead while one computes (default: the plan's)");
+  command->add_option("--refill", options->refill,
+                      "continuous (a finished sequence's slot is refilled at once) or static")
       ->capture_default_str();
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "

@@ -12,7 +12,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unordered_set>
 
 #include "engine/error.h"
 #include "engine/sampler.h"
@@ -240,7 +239,7 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
 std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
                                             std::string_view name, PromptFileFormat format,
                                             const PromptFileOptions& options,
-                                            std::unordered_set<std::string>& seen_ids) {
+                                            IdSet& seen_ids) {
   if (text.ends_with('\r')) text.remove_suffix(1);
   const bool blank = format == PromptFileFormat::kText
                          ? text.empty()
@@ -250,7 +249,7 @@ std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
     PromptEntry entry = ParseLine(text, line, format);
     // A text file's ids are its line numbers, unique by construction: only JSONL ids are kept,
     // so a text file of millions of lines needs no memory per line.
-    if (format == PromptFileFormat::kJsonl && !seen_ids.insert(entry.id).second) {
+    if (format == PromptFileFormat::kJsonl && !seen_ids.Insert(entry.id)) {
       Fail("duplicate id \"{}\"", entry.id);
     }
     return entry;
@@ -279,7 +278,7 @@ std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view
                                       PromptFileFormat format, const PromptFileOptions& options) {
   if (content.starts_with(kByteOrderMark)) content.remove_prefix(kByteOrderMark.size());
   std::vector<PromptEntry> entries;
-  std::unordered_set<std::string> seen_ids;
+  IdSet seen_ids;
   for (int64_t line = 1; !content.empty(); ++line) {
     const size_t newline = content.find('\n');
     const std::string_view text = content.substr(0, newline);

@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
+#include "cmd/id_set.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 
@@ -83,7 +83,7 @@ class PromptFileReader {
   char* line_buffer_ = nullptr;  // getline's, grown to the longest line
   size_t line_capacity_ = 0;
   int64_t line_ = 0;
-  std::unordered_set<std::string> seen_ids_;
+  IdSet seen_ids_;  // JSONL only
 };
 
 // Every entry of a prompt file at once (PromptFileReader until the end); for small files and tests.

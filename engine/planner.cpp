@@ -15,7 +15,12 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string GiB(uint64_t bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+// Sizes in the unit that keeps them readable: "1.59 GiB", "26.1 MiB", "512 KiB".
+std::string GiB(uint64_t bytes) {
+  if (bytes >= kGiB / 2) return fmt::format("{:.2f} GiB", bytes / kGiB);
+  if (bytes >= 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{} KiB", (bytes + 1023) / 1024);
+}
 
 // Order in which extents claim the DRAM left after the KV cache and activations. Per byte kept
 // resident, every extent saves the same disk time; but the largest streamed extent sets the size of

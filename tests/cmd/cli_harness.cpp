@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,7 +16,8 @@
 
 namespace zinf::testing {
 
-CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin_text) {
+CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin_text,
+                  const std::function<void()>& in_child) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
@@ -27,6 +30,7 @@ CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
       close(fd);
     }
+    if (in_child) in_child();
     std::vector<char*> argv;
     std::string binary = ZINF_BINARY;
     argv.push_back(binary.data());
@@ -99,6 +103,18 @@ std::vector<std::string> Lines(const std::string& text) {
     if (!line.empty()) lines.push_back(line);
   }
   return lines;
+}
+
+std::map<std::string, std::string> LinesById(const std::string& jsonl) {
+  std::map<std::string, std::string> by_id;
+  for (const std::string& line : Lines(jsonl)) {
+    INFO(line);
+    const nlohmann::json object = nlohmann::json::parse(line);
+    REQUIRE(object.contains("id"));
+    const bool inserted = by_id.emplace(object["id"].get<std::string>(), line).second;
+    REQUIRE(inserted);  // each request exactly once
+  }
+  return by_id;
 }
 
 }  // namespace zinf::testing

@@ -1,6 +1,8 @@
 // Runs the zinf binary as a user would, capturing its exit code, stdout and stderr.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,8 +14,10 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-// Runs `zinf ARGS...` with optional stdin text; arguments are passed without a shell.
-CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin_text = "");
+// Runs `zinf ARGS...` with optional stdin text; arguments are passed without a shell. `in_child`,
+// when set, runs in the child just before exec (e.g. to set a resource limit).
+CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin_text = "",
+                  const std::function<void()>& in_child = {});
 
 // The stories260K checkpoint converted by the CLI once per process.
 const std::string& ConvertedStories260KDir();
@@ -21,5 +25,8 @@ const std::string& ConvertedStories260KDir();
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 std::vector<std::string> Lines(const std::string& text);
+// The lines of a zinf output file by their "id", as written (byte for byte). A line that is not a
+// JSON object with an "id", or an id seen twice, fails the current test.
+std::map<std::string, std::string> LinesById(const std::string& jsonl);
 
 }  // namespace zinf::testing

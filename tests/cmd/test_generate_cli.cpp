@@ -82,6 +82,11 @@ TEST_CASE("outputs are identical across --weights, --prefetch-depth and --batch-
         expected);
   CHECK(run({"--weights", "stream", "--prefetch-depth", "2", "--batch-size", "8"}, "c.jsonl") ==
         expected);
+  // The planner's mixed placement under a budget: some extents resident, the rest streamed.
+  CHECK(run({"--weights", "auto", "--cpu-mem", "7M", "--batch-size", "8"}, "d.jsonl") == expected);
+  CHECK(run({"--weights", "auto", "--cpu-mem", "3M", "--batch-size", "2", "--prefetch-depth", "0",
+             "--refill", "static"},
+            "e.jsonl") == expected);
 }
 
 TEST_CASE("JSONL prompts carry per-request settings and prompt_ids") {

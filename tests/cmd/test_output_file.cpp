@@ -179,5 +179,13 @@ TEST_CASE("an unwritable path names the path and the reason", "[output]") {
                           Catch::Contains("No such file or directory"));
 }
 
+TEST_CASE("a full disk is an error naming the file and the reason", "[output]") {
+  if (!std::filesystem::exists("/dev/full")) return;  // the CLI tests cover EFBIG on a real file
+  OutputFile output("/dev/full", false);
+  CHECK_THROWS_WITH(output.Append(MakeCompletion("1", "text")),
+                    Catch::Contains("cannot write to output file /dev/full") &&
+                        Catch::Contains(std::strerror(ENOSPC)));
+}
+
 }  // namespace
 }  // namespace zinf::cli

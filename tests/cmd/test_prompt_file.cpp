@@ -1,5 +1,6 @@
 // Tests for cmd/prompt_file: text and JSONL prompts, overrides, bad lines, invalid UTF-8.
 // cmd/ is built only into the zinf binary, so the source under test is compiled in here.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -221,6 +222,70 @@ TEST_CASE("a missing prompt file names the path and the reason", "[prompts]") {
     CHECK_THAT(error.what(), Catch::Contains("/nonexistent/zinf/prompts.txt") &&
                                  Catch::Contains("No such file or directory"));
   }
+}
+
+TEST_CASE("PromptFileReader streams: memory stays flat however long the file", "[prompts]") {
+  // 200,000 text lines (~5 MiB): reading them all at once would hold megabytes; the reader holds
+  // one line. mallinfo2 counts the bytes malloc has handed out and not had back.
+  std::string content;
+  for (int i = 0; i < 200000; ++i) content += fmt::format("prompt number {} of many\n", i);
+  TempFile file(".txt", content);
+  content.clear();
+  content.shrink_to_fit();
+  PromptFileReader reader(file.path());
+  const size_t baseline = mallinfo2().uordblks;
+  size_t most_extra = 0;
+  int64_t count = 0;
+  while (std::optional<PromptEntry> entry = reader.Next()) {
+    ++count;
+    if (count % 1000 != 0) continue;
+    const size_t now = mallinfo2().uordblks;
+    if (now > baseline) most_extra = std::max(most_extra, now - baseline);
+  }
+  CHECK(count == 200000);
+  CHECK(reader.line() == 200000);
+  CHECK(most_extra < (64u << 10));  // 64 KiB: one line and one entry, not the file
+}
+
+TEST_CASE("PromptFileReader: same entries as ParsePrompts, errors name the line", "[prompts]") {
+  const std::string content =
+      "\xEF\xBB\xBF{\"id\": \"a\", \"prompt\": \"one\"}\r\n\n{\"prompt_ids\": [1, 2]}\n"
+      "{\"id\": \"a\", \"prompt\": \"dup\"}\n{\"prompt\": \"last\"}";
+  TempFile file(".jsonl", content);
+  SECTION("without skip_bad_lines the duplicate fails at its line, after the good ones") {
+    PromptFileReader reader(file.path());
+    CHECK(reader.Next()->id == "a");
+    CHECK(reader.Next()->id == "3");
+    CHECK_THROWS_WITH(reader.Next(), Catch::Contains(file.path() + ":4: duplicate id \"a\""));
+  }
+  SECTION("with skip_bad_lines it matches ParsePrompts") {
+    const PromptFileOptions skip{.skip_bad_lines = true};
+    const auto streamed = ReadPromptFile(file.path(), skip);
+    const auto parsed = ParsePrompts(content, file.path(), PromptFileFormat::kJsonl, skip);
+    REQUIRE(streamed.size() == 3);
+    REQUIRE(parsed.size() == 3);
+    for (size_t i = 0; i < streamed.size(); ++i) {
+      CHECK(streamed[i].id == parsed[i].id);
+      CHECK(streamed[i].line == parsed[i].line);
+      CHECK(streamed[i].text == parsed[i].text);
+      CHECK(streamed[i].ids == parsed[i].ids);
+    }
+    CHECK(streamed[2].line == 5);
+    CHECK(*streamed[2].text == "last");
+  }
+}
+
+TEST_CASE("IdSet finds every id once, through growth", "[prompts]") {
+  IdSet ids;
+  for (int i = 0; i < 100000; ++i) CHECK(ids.Insert("id-" + std::to_string(i)));
+  CHECK(ids.size() == 100000);
+  CHECK_FALSE(ids.Insert("id-0"));
+  CHECK_FALSE(ids.Insert("id-99999"));
+  CHECK(ids.Insert(""));
+  CHECK(ids.Contains(""));
+  CHECK(ids.Contains("id-4242"));
+  CHECK_FALSE(ids.Contains("id-100000"));
+  CHECK(ids.memory_bytes() < 100001 * 48);  // 20-40 bytes an id: either array may just have doubled
 }
 
 }  // namespace
