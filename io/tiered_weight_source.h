@@ -19,7 +19,9 @@ namespace zinf::io {
 struct TieredOptions {
   int prefetch_depth = 1;                  // streamed: extents read ahead of the one acquired
   PageLock staging_lock = PageLock::kTryLock;  // staging buffers are few and hot: keep them in RAM
-  PageLock resident_lock = PageLock::kNone;    // resident weights may exceed RLIMIT_MEMLOCK
+  // The DRAM tier: page-locked when RLIMIT_MEMLOCK (or CAP_IPC_LOCK) allows, so the planner's
+  // resident extents are never paged out under memory pressure; one logged warning otherwise.
+  PageLock resident_lock = PageLock::kTryLock;
   ReaderOptions reader;
 };
 
