@@ -38,6 +38,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   limits_.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
 
   const PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
+  bandwidths_ = inputs.bandwidths;
   if (options.weights == "auto") {
     plan_ = MakePlan(inputs);
     if (options.prefetch_depth >= 0 && plan_.offload_needed) {

@@ -39,11 +39,13 @@ class EngineSession {
   Model& model() { return *model_; }
   WeightSource& weights() { return *weights_; }
   const Plan& plan() const { return plan_; }
+  const Bandwidths& bandwidths() const { return bandwidths_; }  // the rates the plan assumed
   const ModelLimits& limits() const { return limits_; }
   std::string backend_name() const { return backend_->name(); }
 
  private:
   Plan plan_;
+  Bandwidths bandwidths_;
   ModelLimits limits_;
   std::unique_ptr<WeightSource> weights_;
   std::unique_ptr<CpuBackend> backend_;

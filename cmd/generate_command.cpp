@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <thread>
 
 #include "cmd/commands.h"
@@ -13,6 +14,7 @@
 #include "cmd/output_file.h"
 #include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
+#include "cmd/run_metrics.h"
 #include "engine/cpu_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -33,6 +35,7 @@ struct GenerateOptions {
   bool print = false;
   SessionOptions session;
   std::string refill = "continuous";
+  std::string metrics_json;
   std::string fault_inject;  // testing only; see cmd/fault_injection.h
   Request defaults;
 };
@@ -108,17 +111,6 @@ class RequestFeed {
   size_t errors_written_ = 0;
 };
 
-void LogSummary(const GenerationStats& stats, const WeightIoStats& io, double seconds) {
-  auto rate = [](double count, double secs) { return secs > 0 ? count / secs : 0.0; };
-  spdlog::info(
-      "done: {} requests ({} failed) in {:.2f} s | prefill {} tok, {:.1f} tok/s | decode {} tok, "
-      "{:.1f} tok/s | read {:.1f} MiB from the weights file ({} extents, {:.2f} s waiting)",
-      stats.completed, stats.failed, seconds, stats.prompt_tokens,
-      rate(stats.prompt_tokens, stats.prefill_seconds), stats.generated_tokens,
-      rate(stats.generated_tokens, stats.prefill_seconds + stats.decode_seconds),
-      io.bytes_read / 1048576.0, io.extents_read, io.read_wait_seconds);
-}
-
 void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Fault> faults;
@@ -151,6 +143,7 @@ void RunGenerate(GenerateOptions options) {
     session_options.fault_hook = faults_injected->Hook();
   }
   EngineSession session(weights_checkpoint, session_options);
+  const WeightIoStats load_stats = session.weights().stats();  // the resident (DRAM-tier) load
   Model& model = session.model();
   spdlog::info("model {} ({} layers, {}), backend {}, batch {}, context {}",
                checkpoint.config.model_type, checkpoint.config.num_layers,
@@ -207,7 +200,14 @@ void RunGenerate(GenerateOptions options) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  LogSummary(generator.stats(), session.weights().stats(), seconds);
+  const RunMetrics metrics = ComputeRunMetrics(generator.stats(), load_stats,
+                                               session.weights().stats(), session.plan(),
+                                               session.bandwidths(), seconds);
+  spdlog::info("{}", metrics.SummaryLine());
+  if (!options.metrics_json.empty()) {
+    std::ofstream file(options.metrics_json, std::ios::trunc);
+    if (!(file << metrics.Json())) Fail("cannot write --metrics-json {}", options.metrics_json);
+  }
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
@@ -251,6 +251,8 @@ void AddGenerateCommand(CLI::App& app) {
                       "(default: this machine's memory)");
   command->add_option("--prefetch-depth", session.prefetch_depth,
                       "extents read ahead while one computes (default: the plan's)");
+  command->add_option("--metrics-json", options->metrics_json,
+                      "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");
   command->add_option("--refill", options->refill,
                       "continuous (a finished sequence's slot is refilled at once) or static")
       ->capture_default_str();

@@ -46,7 +46,8 @@ TEST_CASE("generate writes one JSONL object per request with the documented fiel
   const std::string out = dir + "/out.jsonl";
   const CliResult result =
       RunZinf({"generate", "--model", ConvertedStories260KDir(), "--prompts",
-               MixedPromptFile(dir), "--out", out, "--max-new-tokens", "20", "--logprobs", "2"});
+               MixedPromptFile(dir), "--out", out, "--max-new-tokens", "20", "--logprobs", "2",
+               "--metrics-json", dir + "/metrics.json"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   const auto by_id = ById(ReadFile(out));
@@ -60,6 +61,11 @@ TEST_CASE("generate writes one JSONL object per request with the documented fiel
   CHECK(first["logprobs"][0]["top"].size() == 2);
   CHECK(first["logprobs"][0]["logprob"].get<double>() <= 0.0);
   CHECK(result.err.find("tok/s") != std::string::npos);  // the summary
+  const nlohmann::json metrics = nlohmann::json::parse(ReadFile(dir + "/metrics.json"));
+  CHECK(metrics["tokens"]["generated"] == 100);
+  CHECK(metrics["tiers"]["dram"]["resident_bytes"].get<uint64_t>() > 0);  // the model fits
+  CHECK(metrics["tiers"]["nvme"]["streamed_bytes"] == 0);
+  CHECK(metrics["bound"]["predicted_decode_tokens_per_s"].get<double>() > 0);
 }
 
 TEST_CASE("outputs are identical across --weights, --prefetch-depth and --batch-size") {

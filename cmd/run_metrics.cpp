@@ -1,0 +1,71 @@
+// RunMetrics: derived numbers and their two renderings.
+#include "cmd/run_metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace zinf::cli {
+
+namespace {
+double Rate(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+}  // namespace
+
+RunMetrics ComputeRunMetrics(const GenerationStats& stats, const WeightIoStats& load,
+                             const WeightIoStats& end, const Plan& plan,
+                             const Bandwidths& bandwidths, double seconds) {
+  RunMetrics m;
+  m.seconds = seconds;
+  m.completed = stats.completed;
+  m.failed = stats.failed;
+  m.prompt_tokens = stats.prompt_tokens;
+  m.generated_tokens = stats.generated_tokens;
+  m.prefill_tokens_per_s = Rate(stats.prompt_tokens, stats.prefill_seconds);
+  m.decode_tokens_per_s =
+      Rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds);
+  m.generation_tokens_per_s = Rate(stats.generated_tokens, seconds);
+  m.dram_resident_bytes = load.bytes_read;
+  m.nvme_streamed_bytes = end.bytes_read - load.bytes_read;
+  m.nvme_gbps = Rate(m.nvme_streamed_bytes / 1e9, seconds);
+  m.weight_wait_seconds = end.read_wait_seconds - load.read_wait_seconds;
+  const double read_seconds = m.nvme_streamed_bytes / (bandwidths.disk_read_gbps * 1e9);
+  m.overlap_ratio = read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
+  m.predicted_decode_tokens_per_s = plan.predicted_tokens_per_s;
+  m.bound = plan.bound;
+  m.percent_of_bound = Rate(100 * m.decode_tokens_per_s, plan.predicted_tokens_per_s);
+  return m;
+}
+
+std::string RunMetrics::SummaryLine() const {
+  return fmt::format(
+      "done: {} requests ({} failed) in {:.2f} s | prefill {} tok, {:.1f} tok/s | decode {:.1f} "
+      "tok/s, generation {:.1f} tok/s ({} tok) | DRAM {:.1f} MiB resident, NVMe {:.1f} MiB "
+      "streamed at {:.2f} GB/s, {:.2f} s waiting, overlap {:.0f}% | {:.0f}% of the {}-bound "
+      "{:.1f} tok/s",
+      completed, failed, seconds, prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
+      generation_tokens_per_s, generated_tokens, dram_resident_bytes / 1048576.0,
+      nvme_streamed_bytes / 1048576.0, nvme_gbps, weight_wait_seconds, 100 * overlap_ratio,
+      percent_of_bound, bound, predicted_decode_tokens_per_s);
+}
+
+std::string RunMetrics::Json() const {
+  const nlohmann::json json = {
+      {"seconds", seconds},
+      {"requests", {{"completed", completed}, {"failed", failed}}},
+      {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
+      {"tokens_per_s",
+       {{"prefill", prefill_tokens_per_s},
+        {"decode", decode_tokens_per_s},
+        {"generation", generation_tokens_per_s}}},
+      {"tiers",
+       {{"dram", {{"resident_bytes", dram_resident_bytes}}},
+        {"nvme", {{"streamed_bytes", nvme_streamed_bytes}, {"gbps", nvme_gbps}}}}},
+      {"weight_wait_seconds", weight_wait_seconds},
+      {"overlap_ratio", overlap_ratio},
+      {"bound", {{"kind", bound}, {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
+                 {"percent_reached", percent_of_bound}}}};
+  return json.dump(2) + "\n";
+}
+
+}  // namespace zinf::cli
