@@ -22,7 +22,7 @@ namespace {
 
 struct BenchOptions {
   std::string model_dir;
-  std::vector<int> batch_sizes = {1, 4, 16};
+  std::vector<std::string> batch_sizes = {"1", "4", "16"};  // or "auto"
   std::vector<std::string> prompt_lens = {"32"};  // "N", or "A:B" for lengths drawn from [A, B]
   std::vector<std::string> gen_lens = {"32"};
   std::vector<std::string> weights = {"auto"};
@@ -78,14 +78,14 @@ std::vector<Request> SyntheticRequests(int count, LengthRange prompt, LengthRang
 
 struct RunResult {
   double prefill_tokens_per_s, decode_tokens_per_s, generation_tokens_per_s, disk_gbps;
+  int batch_size;  // as run: auto's choice when auto
+  double predicted_decode_tokens_per_s;
+  std::string bound;
 };
 
 RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_options,
-                  Refill refill, const std::vector<Request>& requests, double& predicted,
-                  std::string& bound) {
+                  Refill refill, const std::vector<Request>& requests) {
   EngineSession session(checkpoint, session_options);
-  predicted = session.plan().predicted_tokens_per_s;
-  bound = session.plan().bound;
   const uint64_t bytes_before = session.weights().stats().bytes_read;  // the resident load
   GeneratorOptions options;
   options.refill = refill;
@@ -108,7 +108,9 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   return {rate(stats.prompt_tokens, stats.prefill_seconds),
           rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
-          rate(stats.generated_tokens, seconds), rate(streamed / 1e9, seconds)};
+          rate(stats.generated_tokens, seconds),     rate(streamed / 1e9, seconds),
+          session.limits().max_sequences,           session.plan().predicted_tokens_per_s,
+          session.plan().bound};
 }
 
 // Runs one configuration `row.repeats` times and fills in its measurements.
@@ -116,8 +118,10 @@ void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Ref
                 const std::vector<Request>& requests, BenchRow& row) {
   std::vector<double> prefill, decode, generation, disk;
   for (int r = 0; r < row.repeats; ++r) {
-    const RunResult result =
-        RunOnce(checkpoint, session, refill, requests, row.predicted_decode_tokens_per_s, row.bound);
+    const RunResult result = RunOnce(checkpoint, session, refill, requests);
+    row.batch_size = result.batch_size;
+    row.predicted_decode_tokens_per_s = result.predicted_decode_tokens_per_s;
+    row.bound = result.bound;
     prefill.push_back(result.prefill_tokens_per_s);
     decode.push_back(result.decode_tokens_per_s);
     generation.push_back(result.generation_tokens_per_s);
@@ -169,11 +173,12 @@ void RunBench(const BenchOptions& options) {
           for (const std::string& gen_text : options.gen_lens) {
             const LengthRange prompt = ParseLength(prompt_text, "--prompt-len");
             const LengthRange gen = ParseLength(gen_text, "--gen-len");
-            for (int batch : options.batch_sizes) {
+            for (const std::string& batch_text : options.batch_sizes) {
+              const int batch = ParseBatchSize(batch_text);
               BenchRow row;
               row.weights = weights;
               row.prefetch_depth = depth;
-              row.batch_size = batch;
+              row.auto_batch = batch == 0;
               row.prompt_len = prompt.text;
               row.gen_len = gen.text;
               row.refill = refill_name;
@@ -181,12 +186,13 @@ void RunBench(const BenchOptions& options) {
               SessionOptions session;
               session.batch_size = batch;
               session.max_context = prompt.high + gen.high + 1;
-              session.step_tokens = std::max(512, batch);
+              session.step_tokens = 512;
               session.threads = options.threads;
               session.weights = weights;
               session.prefetch_depth = depth;
               session.cpu_mem = options.cpu_mem;
-              const int count = options.num_prompts > 0 ? options.num_prompts : batch;
+              const int count = options.num_prompts > 0 ? options.num_prompts : std::max(batch, 16);
+              session.max_auto_batch = count;  // more slots than prompts would sit idle
               const std::vector<Request> requests =
                   SyntheticRequests(count, prompt, gen, checkpoint.config.vocab_size);
               MeasureRow(checkpoint, session, refill, requests, row);
@@ -216,7 +222,8 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "bench", "Throughput sweeps over batch size, lengths, placement and prefetch depth");
   command->add_option("--model", options->model_dir, "converted zinf checkpoint")->required();
-  command->add_option("--batch-size", options->batch_sizes, "comma list")->delimiter(',')
+  command->add_option("--batch-size", options->batch_sizes, "comma list of sizes or auto")
+      ->delimiter(',')
       ->capture_default_str();
   command->add_option("--prompt-len", options->prompt_lens,
                       "comma list of lengths N or ranges A:B (mixed lengths drawn from [A, B])")

@@ -41,8 +41,9 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows) {
       "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|\n";
   for (const BenchRow& r : rows) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% |\n",
-                       r.weights, r.prefetch_depth, r.batch_size, r.prompt_len, r.gen_len, r.refill,
-                       Show(r.prefill_tokens_per_s), Show(r.decode_tokens_per_s),
+                       r.weights, r.prefetch_depth,
+                       r.auto_batch ? fmt::format("{} (auto)", r.batch_size) : std::to_string(r.batch_size),
+                       r.prompt_len, r.gen_len, r.refill, Show(r.prefill_tokens_per_s), Show(r.decode_tokens_per_s),
                        Show(r.generation_tokens_per_s), r.disk_gbps.mean,
                        r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
   }

@@ -18,6 +18,7 @@ struct BenchRow {
   std::string weights;  // auto, resident, stream
   int prefetch_depth = 0;
   int batch_size = 0;
+  bool auto_batch = false;  // chosen by --batch-size auto
   std::string prompt_len;  // "N" or a range "A:B"
   std::string gen_len;
   std::string refill;

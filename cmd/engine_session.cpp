@@ -29,16 +29,34 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
 
 }  // namespace
 
+int ParseBatchSize(const std::string& text) {
+  if (text == "auto") return 0;
+  try {
+    size_t used = 0;
+    const int value = std::stoi(text, &used);
+    if (used == text.size() && value >= 1) return value;
+  } catch (const std::exception&) {
+  }
+  Fail("--batch-size: '{}' is not 'auto' or a positive integer", text);
+}
+
 EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions& options) {
-  if (options.batch_size < 1) Fail("--batch-size must be at least 1, got {}", options.batch_size);
-  limits_.max_sequences = options.batch_size;
+  if (options.batch_size < 0) Fail("--batch-size must be at least 1, got {}", options.batch_size);
+  limits_.max_sequences = std::max(options.batch_size, 1);
   limits_.max_context = options.max_context > 0
                             ? options.max_context
                             : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
   limits_.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
 
-  const PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
+  PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
   bandwidths_ = inputs.bandwidths;
+  if (options.batch_size == 0) {
+    const BatchChoice choice = ChooseBatchSize(inputs, options.max_auto_batch);
+    spdlog::info("{}", choice.why);
+    limits_.max_sequences = choice.batch_size;
+    limits_.max_tokens_per_step = std::max(options.step_tokens, choice.batch_size);
+    inputs = InputsFor(checkpoint, options, limits_);
+  }
   if (options.weights == "auto") {
     plan_ = MakePlan(inputs);
     if (options.prefetch_depth >= 0 && plan_.offload_needed) {

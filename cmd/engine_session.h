@@ -16,7 +16,8 @@
 namespace zinf::cli {
 
 struct SessionOptions {
-  int batch_size = 8;
+  int batch_size = 0;      // 0: auto — the planner's best under the budget, at most max_auto_batch
+  int max_auto_batch = 256;
   int max_context = 0;   // 0: the model's max_position_embeddings, at most kDefaultMaxContext
   int step_tokens = 512;
   int threads = 0;       // 0: all cores
@@ -25,6 +26,9 @@ struct SessionOptions {
   std::string cpu_mem;           // e.g. "24G"; empty: this machine's memory
   io::ReadFaultHook fault_hook;  // tests only
 };
+
+// "auto" → 0, else a positive integer; throws zinf::Error naming --batch-size.
+int ParseBatchSize(const std::string& text);
 
 // Without --max-context, long-context models get this many positions per sequence, so the KV
 // cache of a large batch stays within DRAM.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -34,6 +35,7 @@ struct GenerateOptions {
   bool skip_bad_lines = false;
   bool print = false;
   SessionOptions session;
+  std::string batch_size = "auto";
   std::string refill = "continuous";
   std::string metrics_json;
   std::string fault_inject;  // testing only; see cmd/fault_injection.h
@@ -115,9 +117,7 @@ void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Fault> faults;
   if (!options.fault_inject.empty()) faults = ParseFaultSpec(options.fault_inject);
-  if (options.session.batch_size < 1) {
-    Fail("--batch-size must be at least 1, got {}", options.session.batch_size);
-  }
+  options.session.batch_size = ParseBatchSize(options.batch_size);
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
@@ -134,6 +134,8 @@ void RunGenerate(GenerateOptions options) {
   }
 
   SessionOptions session_options = options.session;
+  // More slots than requests would only cost KV-cache memory.
+  session_options.max_auto_batch = static_cast<int>(std::clamp<size_t>(to_do, 1, 256));
   std::unique_ptr<FaultInjector> faults_injected;
   Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
   if (!faults.empty()) {
@@ -234,7 +236,8 @@ void AddGenerateCommand(CLI::App& app) {
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
   SessionOptions& session = options->session;
-  command->add_option("--batch-size", session.batch_size, "sequences generated at once")
+  command->add_option("--batch-size", options->batch_size,
+                      "sequences generated at once, or auto: the planner's best under --cpu-mem")
       ->capture_default_str();
   command->add_option("--max-context", session.max_context,
                       "positions per sequence (default: the model's, at most 4096)");

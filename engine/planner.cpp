@@ -203,6 +203,35 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
   return plan;
 }
 
+BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
+  std::vector<std::pair<int, Plan>> candidates;
+  std::string tried;
+  for (int batch = 1; batch <= std::max(max_batch, 1); batch *= 2) {
+    PlannerInputs candidate = inputs;
+    candidate.workload.batch_size = batch;
+    candidate.workload.step_tokens = std::max(inputs.workload.step_tokens, batch);
+    try {
+      candidates.emplace_back(batch, MakePlan(candidate));
+      tried += fmt::format(" {}:{:.1f}", batch, candidates.back().second.predicted_tokens_per_s);
+    } catch (const Error& error) {
+      if (candidates.empty()) throw;
+      tried += fmt::format(" {}:does-not-fit", batch);
+      break;  // larger batches need more memory still
+    }
+  }
+  double best = 0;
+  for (const auto& [batch, plan] : candidates) best = std::max(best, plan.predicted_tokens_per_s);
+  for (const auto& [batch, plan] : candidates) {
+    if (plan.predicted_tokens_per_s >= 0.97 * best) {
+      return {batch, plan,
+              fmt::format("batch size {} (auto): predicted decode tok/s by batch{}; the smallest "
+                          "within 3% of the best, {}-bound",
+                          batch, tried, plan.bound)};
+    }
+  }
+  ZINF_CHECK(false, "no batch candidate");
+}
+
 std::string Plan::Summary() const {
   const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
   const int resident = static_cast<int>(placement.size()) - streamed;

@@ -81,6 +81,18 @@ Plan MakePlan(const PlannerInputs& inputs);
 Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
                        int prefetch_depth);
 
+struct BatchChoice {
+  int batch_size = 1;
+  Plan plan;
+  std::string why;  // one line: the candidates' predictions and the reason for the pick
+};
+
+// --batch-size auto: the batch (powers of two up to max_batch) whose plan predicts the most decode
+// tokens/s under the budget — larger batches serve more tokens per byte read, until the KV cache
+// crowds resident weights out or the arithmetic becomes the bound. The smallest batch within 3% of
+// the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
+BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
+
 // KV-cache and activation bytes of a workload on the CPU backend (f32).
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);

@@ -113,3 +113,34 @@ TEST_CASE("planner: predictions follow the bound") {
 }
 
 }  // namespace zinf
+
+namespace zinf {
+
+TEST_CASE("planner: --batch-size auto takes the smallest batch within 3% of the best prediction") {
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  PlannerInputs inputs = Inputs(model, 16 * kGiB);
+  const BatchChoice choice = ChooseBatchSize(inputs, 256);
+  CHECK(choice.why.find("auto") != std::string::npos);
+  CHECK(choice.plan.total_dram_bytes() <= 16 * kGiB);
+  // Every fitting power of two, by prediction.
+  std::vector<std::pair<int, double>> predicted;
+  double best = 0;
+  for (int batch = 1; batch <= 256; batch *= 2) {
+    PlannerInputs candidate = inputs;
+    candidate.workload.batch_size = batch;
+    try {
+      predicted.emplace_back(batch, MakePlan(candidate).predicted_tokens_per_s);
+      best = std::max(best, predicted.back().second);
+    } catch (const Error&) {
+      CHECK(batch > choice.batch_size);  // only batches larger than the choice may not fit
+    }
+  }
+  CHECK(choice.plan.predicted_tokens_per_s >= 0.97 * best);
+  for (const auto& [batch, rate] : predicted) {
+    if (batch < choice.batch_size) CHECK(rate < 0.97 * best);  // smaller ones were not enough
+  }
+  // Capped by the number of requests.
+  CHECK(ChooseBatchSize(inputs, 3).batch_size <= 3);
+}
+
+}  // namespace zinf
