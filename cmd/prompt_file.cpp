@@ -1,6 +1,7 @@
 // Reading and validating prompt files (.txt and .jsonl); see prompt_file.h.
 // Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
 #include "cmd/prompt_file.h"
+#include "model_formats/json_depth.h"
 
 #include <spdlog/spdlog.h>
 
@@ -159,10 +160,14 @@ RequestOverrides ParseOverrides(const Json& object) {
 
 // Parses one non-empty JSONL line (valid UTF-8). Throws zinf::Error without the location.
 PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
+  // Deep nesting would overflow the stack in the recursive walks and dumps below.
+  if (const auto offset = formats::FindJsonNestingOver(line_text)) {
+    Fail("JSON nested deeper than {} levels at byte {}", formats::kMaxJsonDepth, *offset);
+  }
   Json object;
   try {
     object = Json::parse(line_text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse errors, and numbers out of range (1e400)
     Fail("not valid JSON: {}", JsonMessage(error));
   }
   if (!object.is_object()) Fail("each line must be a JSON object, got {}", object.type_name());

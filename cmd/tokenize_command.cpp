@@ -6,6 +6,7 @@
 
 #include "cmd/commands.h"
 #include "engine/error.h"
+#include "model_formats/json_depth.h"
 #include "model_formats/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 
@@ -34,12 +35,18 @@ std::unique_ptr<Tokenizer> OpenTokenizer(const TokenizeOptions& options) {
 }
 
 nlohmann::json ParseLine(const std::string& line, int64_t line_number) {
+  if (const auto offset = formats::FindJsonNestingOver(line)) {
+    Fail("stdin:{}: JSON nested deeper than {} levels at byte {}", line_number,
+         formats::kMaxJsonDepth, *offset);
+  }
   try {
     nlohmann::json object = nlohmann::json::parse(line);
     if (!object.is_object()) Fail("stdin:{}: expected a JSON object", line_number);
     return object;
   } catch (const nlohmann::json::parse_error& error) {
     Fail("stdin:{}: malformed JSON at byte {}: {}", line_number, error.byte, error.what());
+  } catch (const nlohmann::json::exception& error) {  // e.g. a number out of range (1e400)
+    Fail("stdin:{}: unusable JSON: {}", line_number, error.what());
   }
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "model_formats/json_depth.h"
 
 namespace zinf::formats {
 namespace {
@@ -180,11 +181,17 @@ void ParseOpt(const Fields& fields, const std::string& source, ModelConfig& conf
 }  // namespace
 
 ModelConfig ParseHfConfig(const std::string& json_text, const std::string& source_name) {
+  if (const std::optional<uint64_t> offset = FindJsonNestingOver(json_text)) {
+    Fail("config {}: JSON nested deeper than {} levels at byte {}", source_name, kMaxJsonDepth,
+         *offset);
+  }
   json root;
   try {
     root = json::parse(json_text);
   } catch (const json::parse_error& error) {
     Fail("config {}: malformed JSON at byte {}: {}", source_name, error.byte, error.what());
+  } catch (const json::exception& error) {  // e.g. a number too large for a double
+    Fail("config {}: malformed JSON: {}", source_name, error.what());
   }
   if (!root.is_object()) Fail("config {}: not a JSON object", source_name);
   const Fields fields(root, source_name);

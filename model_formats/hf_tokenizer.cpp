@@ -14,6 +14,7 @@
 #include "model_formats/hf_tokenizer_normalizers.h"
 #include "model_formats/hf_tokenizer_postprocessor.h"
 #include "model_formats/hf_tokenizer_pretokenizers.h"
+#include "model_formats/json_depth.h"
 
 namespace zinf::formats {
 namespace {
@@ -24,11 +25,17 @@ nlohmann::json ReadJsonFile(const std::string &path, const char *what) {
     Fail("{} '{}': cannot open the file", what, path);
   std::stringstream buffer;
   buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  if (const auto offset = FindJsonNestingOver(text))
+    Fail("{} '{}': JSON nested deeper than {} levels at byte {}", what, path,
+         kMaxJsonDepth, *offset);
   try {
-    return nlohmann::json::parse(buffer.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error &error) {
     Fail("{} '{}': malformed JSON at byte {}: {}", what, path, error.byte,
          error.what());
+  } catch (const nlohmann::json::exception &error) { // e.g. a number too large
+    Fail("{} '{}': malformed JSON: {}", what, path, error.what());
   }
 }
 

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "engine/error.h"
+#include "model_formats/hf_tokenizer_bpe.h"
 #include "model_formats/hf_tokenizer_text.h"
 
 namespace zinf::formats::hf {
@@ -29,7 +32,8 @@ std::vector<AddedToken> ParseAddedTokens(const nlohmann::json &json,
   for (const nlohmann::json &entry : json) {
     AddedToken token;
     token.content = entry.at("content").get<std::string>();
-    token.id = entry.at("id").get<TokenId>();
+    token.id = ParseTokenId(entry.at("id"), file,
+                            fmt::format("added token '{}'", token.content));
     token.special = entry.value("special", false);
     token.lstrip = entry.value("lstrip", false);
     token.rstrip = entry.value("rstrip", false);

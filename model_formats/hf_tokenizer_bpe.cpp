@@ -28,6 +28,22 @@ std::optional<std::string> OptionalString(const nlohmann::json &model,
 
 } // namespace
 
+TokenId ParseTokenId(const nlohmann::json &value, const std::string &file,
+                     std::string_view what) {
+  // Checked before any conversion: get<TokenId>() of 1e21 or of 2^40 is
+  // undefined or wraps.
+  const bool in_range =
+      (value.is_number_unsigned() && value.get<uint64_t>() <= kMaxTokenId) ||
+      (value.is_number_integer() && value.get<int64_t>() >= 0 &&
+       value.get<int64_t>() <= kMaxTokenId);
+  if (!in_range) {
+    Fail("tokenizer '{}': {} has id {}, not an integer in [0, {}]", file, what,
+         value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+         kMaxTokenId);
+  }
+  return static_cast<TokenId>(value.get<int64_t>());
+}
+
 BpeModel::BpeModel(const nlohmann::json &model, const std::string &file)
     : file_(file) {
   const std::string type = model.value("type", "BPE");
@@ -36,10 +52,8 @@ BpeModel::BpeModel(const nlohmann::json &model, const std::string &file)
          type);
   }
   for (const auto &[token, id_json] : model.at("vocab").items()) {
-    const auto id = id_json.get<TokenId>();
-    if (id < 0)
-      Fail("tokenizer '{}': vocab token '{}' has negative id {}", file, token,
-           id);
+    const TokenId id =
+        ParseTokenId(id_json, file, fmt::format("vocab token '{}'", token));
     vocab_.emplace(token, id);
     if (static_cast<size_t>(id) >= id_to_token_.size()) {
       id_to_token_.resize(id + 1);

@@ -27,6 +27,15 @@ struct StringHash {
 using Vocab =
     std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
 
+// Ids above this are refused as corrupt: the largest real vocabularies hold ~260K tokens, and
+// tables indexed by id (BpeModel, added tokens) would otherwise take gigabytes.
+constexpr TokenId kMaxTokenId = (1 << 24) - 1;
+
+// A token id in tokenizer.json: an integer in [0, kMaxTokenId]. Anything else (a fraction, a
+// negative or huge number, a string) throws zinf::Error naming `file` and `what`.
+TokenId ParseTokenId(const nlohmann::json &value, const std::string &file,
+                     std::string_view what);
+
 // Owns the vocabulary and merge table (immutable after construction) and a word
 // → ids cache behind a mutex, so Tokenize is thread-safe. The constructor
 // throws zinf::Error naming `file` when the model is not BPE or a merge names a

@@ -2,7 +2,10 @@
 // single sequence.
 #include "model_formats/hf_tokenizer_postprocessor.h"
 
+#include <fmt/format.h>
+
 #include "engine/error.h"
+#include "model_formats/hf_tokenizer_bpe.h"
 
 namespace zinf::formats::hf {
 namespace {
@@ -29,10 +32,11 @@ void ParseTemplate(const nlohmann::json &json, const std::string &file,
            "special_tokens lack it",
            file, name);
     }
-    const auto ids =
-        special_tokens.at(name).at("ids").get<std::vector<TokenId>>();
     std::vector<TokenId> &side = seen_sequence ? out.suffix : out.prefix;
-    side.insert(side.end(), ids.begin(), ids.end());
+    for (const nlohmann::json &id : special_tokens.at(name).at("ids")) {
+      side.push_back(ParseTokenId(
+          id, file, fmt::format("TemplateProcessing special token '{}'", name)));
+    }
   }
 }
 
@@ -51,8 +55,10 @@ SpecialTemplate ParsePostProcessor(const nlohmann::json &json,
     return result;
   }
   if (type == "RobertaProcessing" || type == "BertProcessing") { // cls $A sep
-    result.prefix.push_back(json.at("cls").at(1).get<TokenId>());
-    result.suffix.push_back(json.at("sep").at(1).get<TokenId>());
+    result.prefix.push_back(
+        ParseTokenId(json.at("cls").at(1), file, type + " cls token"));
+    result.suffix.push_back(
+        ParseTokenId(json.at("sep").at(1), file, type + " sep token"));
     return result;
   }
   if (type == "Sequence") {

@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "model_formats/canonical_tensors.h"
+#include "model_formats/json_depth.h"
 #include "model_formats/output_file.h"
 #include "model_formats/zinf_format.h"
 
@@ -314,11 +315,16 @@ std::string ManifestJsonText(const Checkpoint& checkpoint, const ManifestSource&
 }
 
 Checkpoint ParseManifest(const std::string& text, const std::string& where) {
+  if (const std::optional<uint64_t> offset = FindJsonNestingOver(text)) {
+    Fail("{}: JSON nested deeper than {} levels at byte {}", where, kMaxJsonDepth, *offset);
+  }
   json manifest;
   try {
     manifest = json::parse(text);
   } catch (const json::parse_error& error) {
     Fail("{}: malformed JSON at byte {}: {}", where, error.byte, error.what());
+  } catch (const json::exception& error) {  // e.g. a number too large for a double
+    Fail("{}: malformed JSON: {}", where, error.what());
   }
   Fields fields(manifest, "", where);
   if (!fields.has("format") || fields.String("format") != kFormatName) {

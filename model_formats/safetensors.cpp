@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "engine/error.h"
+#include "model_formats/json_depth.h"
 
 namespace zinf::formats {
 namespace {
@@ -75,6 +76,12 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
   const uint64_t data_start = kHeaderLengthBytes + header_bytes;
   const uint64_t data_bytes = file_bytes - data_start;
 
+  const std::string_view header_text(reinterpret_cast<const char*>(bytes + kHeaderLengthBytes),
+                                     header_bytes);
+  if (const std::optional<uint64_t> offset = FindJsonNestingOver(header_text)) {
+    Fail("safetensors file '{}': header JSON nested deeper than {} levels at byte {} of the header",
+         path, kMaxJsonDepth, *offset);
+  }
   json header;
   try {
     header = json::parse(reinterpret_cast<const char*>(bytes + kHeaderLengthBytes),
@@ -82,6 +89,8 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
   } catch (const json::parse_error& error) {
     Fail("safetensors file '{}': malformed header JSON at byte {} of the header (file offset {}): {}",
          path, error.byte, kHeaderLengthBytes + error.byte, error.what());
+  } catch (const json::exception& error) {  // e.g. a number too large for a double
+    Fail("safetensors file '{}': malformed header JSON: {}", path, error.what());
   }
   if (!header.is_object()) Fail("safetensors file '{}': header JSON is not an object", path);
 
@@ -97,8 +106,10 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
       }
       continue;
     }
+    // A plain reference: clang before 16 cannot capture a structured binding in a lambda.
+    const std::string& tensor_name = name;
     auto fail = [&](const std::string& what) {
-      Fail("safetensors file '{}': tensor '{}': {}", path, name, what);
+      Fail("safetensors file '{}': tensor '{}': {}", path, tensor_name, what);
     };
     if (!entry.is_object()) fail("entry is not an object");
     for (const char* field : {"dtype", "shape", "data_offsets"}) {

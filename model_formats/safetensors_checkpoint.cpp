@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "model_formats/json_depth.h"
 #include "model_formats/safetensors.h"
 
 namespace zinf::formats {
@@ -53,12 +54,18 @@ std::map<std::string, std::string> ReadWeightMap(const fs::path& index_path) {
   if (!in) Fail("safetensors index '{}': cannot open", index_path.string());
   std::stringstream text;
   text << in.rdbuf();
+  if (const std::optional<uint64_t> offset = FindJsonNestingOver(text.str())) {
+    Fail("safetensors index '{}': JSON nested deeper than {} levels at byte {}",
+         index_path.string(), kMaxJsonDepth, *offset);
+  }
   json index;
   try {
     index = json::parse(text.str());
   } catch (const json::parse_error& error) {
     Fail("safetensors index '{}': malformed JSON at byte {}: {}", index_path.string(), error.byte,
          error.what());
+  } catch (const json::exception& error) {  // e.g. a number too large for a double
+    Fail("safetensors index '{}': malformed JSON: {}", index_path.string(), error.what());
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     Fail("safetensors index '{}': no 'weight_map' object", index_path.string());

@@ -290,3 +290,16 @@ TEST_CASE("IdSet finds every id once, through growth", "[prompts]") {
 
 }  // namespace
 }  // namespace zinf::cli
+
+// Found by fuzzing: a number beyond a double and deeply nested JSON are ordinary bad lines.
+TEST_CASE("out-of-range numbers and deep nesting are bad lines, named and skippable") {
+  const std::string deep = "{\"id\": \"d\", \"prompt\": " + std::string(300000, '[') + "}";
+  const std::string content = "{\"id\": \"a\", \"prompt\": \"hi\", \"temperature\": 1e400}\n" +
+                              deep + "\n{\"id\": \"b\", \"prompt\": \"ok\"}\n";
+  CHECK_THROWS_WITH(zinf::cli::ParsePrompts(content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl),
+                    Catch::Contains("p.jsonl:1") && Catch::Contains("not valid JSON"));
+  const auto entries = zinf::cli::ParsePrompts(content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl,
+                                               zinf::cli::PromptFileOptions{true});
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].id == "b");
+}

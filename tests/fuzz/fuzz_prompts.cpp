@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "cmd/prompt_file.h"
@@ -21,13 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        {zinf::cli::PromptFileFormat::kJsonl, zinf::cli::PromptFileFormat::kText}) {
     for (const bool skip_bad_lines : {false, true}) {
       zinf::fuzz::ExpectZinfErrorsOnly([&] {
-        const zinf::cli::PromptFileOptions options{.skip_bad_lines = skip_bad_lines};
-        const zinf::Request defaults;
-        for (const zinf::cli::PromptEntry& entry :
-             zinf::cli::ParsePrompts(content, "fuzz/prompts", format, options)) {
-          zinf::fuzz::FuzzCheck(entry.text.has_value() != entry.ids.has_value(),
-                                "a prompt entry must hold exactly one of text and ids");
-          zinf::cli::RequestFor(entry, defaults);
+        {
+          const zinf::cli::PromptFileOptions options{.skip_bad_lines = skip_bad_lines};
+          const zinf::Request defaults;
+          for (const zinf::cli::PromptEntry& entry :
+               zinf::cli::ParsePrompts(content, "fuzz/prompts", format, options)) {
+            zinf::fuzz::FuzzCheck(entry.text.has_value() != entry.ids.has_value(),
+                                  "a prompt entry must hold exactly one of text and ids");
+            zinf::cli::RequestFor(entry, defaults);
+          }
         }
       });
     }

@@ -15,8 +15,11 @@ namespace {
 // Plain ASCII, spaces and digits (pre-tokenizer splits), multi-byte UTF-8 (byte fallback and
 // byte-level mapping), and text that looks like special tokens.
 constexpr std::string_view kTexts[] = {
-    "Hello, world! 1234", "  two  spaces\tand\nnewlines ", "héllo 日本語 🙂",
-    "<s></s><|endoftext|><unk>", "",
+    "Hello, world! 1234",
+    "  two  spaces\tand\nnewlines ",
+    "héllo 日本語 🙂",
+    "<s></s><|endoftext|><unk>",
+    "",
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
-// libFuzzer target: a SentencePiece tokenizer.model through LoadSentencePieceTokenizer. The protobuf
-// parser is libsentencepiece's (not instrumented); zinf's wrapper must still turn every failure into
-// a zinf::Error, and encode/decode on whatever loads must not crash.
+// libFuzzer target: a SentencePiece tokenizer.model through LoadSentencePieceTokenizer. The
+// protobuf parser is libsentencepiece's (not instrumented); zinf's wrapper must still turn every
+// failure into a zinf::Error, and encode/decode on whatever loads must not crash.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
