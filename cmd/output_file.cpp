@@ -1,6 +1,7 @@
 // Durable, resumable JSONL results file; see output_file.h.
 // Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
 #include "cmd/output_file.h"
+#include "cmd/json_message.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -22,16 +23,6 @@ using Json = nlohmann::ordered_json;
 std::string Dump(const Json& object) {
   // error_handler replace: invalid UTF-8 becomes U+FFFD instead of throwing mid-run.
   return object.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
-}
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; users need only the rest.
-std::string JsonMessage(const std::exception& error) {
-  std::string message = error.what();
-  if (message.rfind("[json.exception.", 0) == 0) {
-    const size_t end = message.find("] ");
-    if (end != std::string::npos) message.erase(0, end + 2);
-  }
-  return message;
 }
 
 Json LogprobJson(const TokenLogprob& logprob) {

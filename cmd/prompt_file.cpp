@@ -1,6 +1,7 @@
 // Reading and validating prompt files (.txt and .jsonl); see prompt_file.h.
 // Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
 #include "cmd/prompt_file.h"
+#include "cmd/json_message.h"
 #include "model_formats/json_depth.h"
 
 #include <spdlog/spdlog.h>
@@ -76,16 +77,6 @@ std::string ReplaceInvalidUtf8(std::string_view text) {
     }
   }
   return out;
-}
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; users need only the rest.
-std::string JsonMessage(const std::exception& error) {
-  std::string message = error.what();
-  if (message.rfind("[json.exception.", 0) == 0) {
-    const size_t end = message.find("] ");
-    if (end != std::string::npos) message.erase(0, end + 2);
-  }
-  return message;
 }
 
 const std::set<std::string, std::less<>> kKnownKeys = {

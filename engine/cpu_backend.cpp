@@ -79,45 +79,44 @@ void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor ou
       16);
 }
 
-void CpuBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
-  ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
-  pool_.ParallelFor(
+// Runs normalize(in_row, out_row) for every row of x, rows split across the pool.
+template <typename RowFn>
+void ForEachRowPair(ThreadPool& pool, Tensor x, Tensor out, const RowFn& normalize) {
+  pool.ParallelFor(
       x.rows,
       [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const float* in = Rows(x) + r * x.cols;
-          float* dst = Rows(out) + r * out.cols;
-          double sum_squares = 0;
-          for (int64_t c = 0; c < x.cols; ++c) sum_squares += static_cast<double>(in[c]) * in[c];
-          const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / x.cols + eps));
-          for (int64_t c = 0; c < x.cols; ++c) dst[c] = in[c] * scale * cpu::WeightValue(weight, c);
-        }
+        for (int64_t r = begin; r < end; ++r) normalize(Rows(x) + r * x.cols, Rows(out) + r * out.cols);
       },
       kMinRowsPerTask);
+}
+
+void CpuBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
+  const int64_t cols = x.cols;
+  ForEachRowPair(pool_, x, out, [&](const float* in, float* dst) {
+    double sum_squares = 0;
+    for (int64_t c = 0; c < cols; ++c) sum_squares += static_cast<double>(in[c]) * in[c];
+    const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / cols + eps));
+    for (int64_t c = 0; c < cols; ++c) dst[c] = in[c] * scale * cpu::WeightValue(weight, c);
+  });
 }
 
 void CpuBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                            Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
-  pool_.ParallelFor(
-      x.rows,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const float* in = Rows(x) + r * x.cols;
-          float* dst = Rows(out) + r * out.cols;
-          double sum = 0;
-          for (int64_t c = 0; c < x.cols; ++c) sum += in[c];
-          const double mean = sum / x.cols;
-          double sum_squares = 0;
-          for (int64_t c = 0; c < x.cols; ++c) sum_squares += (in[c] - mean) * (in[c] - mean);
-          const double inv_std = 1.0 / std::sqrt(sum_squares / x.cols + eps);
-          for (int64_t c = 0; c < x.cols; ++c) {
-            const float normalised = static_cast<float>((in[c] - mean) * inv_std);
-            dst[c] = normalised * cpu::WeightValue(weight, c) + (bias ? cpu::WeightValue(bias, c) : 0.0f);
-          }
-        }
-      },
-      kMinRowsPerTask);
+  const int64_t cols = x.cols;
+  ForEachRowPair(pool_, x, out, [&](const float* in, float* dst) {
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += in[c];
+    const double mean = sum / cols;
+    double sum_squares = 0;
+    for (int64_t c = 0; c < cols; ++c) sum_squares += (in[c] - mean) * (in[c] - mean);
+    const double inv_std = 1.0 / std::sqrt(sum_squares / cols + eps);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float normalised = static_cast<float>((in[c] - mean) * inv_std);
+      dst[c] = normalised * cpu::WeightValue(weight, c) + (bias ? cpu::WeightValue(bias, c) : 0.0f);
+    }
+  });
 }
 
 void CpuBackend::SetRopeTables(std::span<const float> cos, std::span<const float> sin,
