@@ -67,8 +67,15 @@ def shrink_tokenizer(tokenizer, keep_ids=300):
     return json.dumps(tokenizer, ensure_ascii=False, separators=(",", ":"))
 
 
+# Excerpts of these are not copied into the repository: Llama 3's licence requires its full text
+# to ship with it, and OPT's model licence is not an open one (scripts/fuzz adds both at run time).
+NOT_IN_REPO = {"llama-3-8b-instruct", "opt-125m"}
+
+
 def tokenizer_seeds():
     for name in sorted(os.listdir(SHARED)) if os.path.isdir(SHARED) else []:
+        if name in NOT_IN_REPO:
+            continue
         path = os.path.join(SHARED, name, "tokenizer.json")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
