@@ -211,7 +211,7 @@ void RunBench(const BenchOptions& options) {
               ThroughputPlotSvg(rows, fmt::format("zinf bench — {} ({} layers, {})",
                                                   checkpoint.config.model_type,
                                                   checkpoint.config.num_layers,
-                                                  DTypeName(checkpoint.dtype))));
+                                                  checkpoint.weights_description())));
   }
 }
 

@@ -149,7 +149,7 @@ void RunGenerate(GenerateOptions options) {
   Model& model = session.model();
   spdlog::info("model {} ({} layers, {}), backend {}, batch {}, context {}",
                checkpoint.config.model_type, checkpoint.config.num_layers,
-               DTypeName(checkpoint.dtype), session.backend_name(), session.limits().max_sequences,
+               checkpoint.weights_description(), session.backend_name(), session.limits().max_sequences,
                session.limits().max_context);
 
   GeneratorOptions generator_options;

@@ -32,8 +32,12 @@ struct PlanOptions {
 Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
   Checkpoint checkpoint;
   checkpoint.config = formats::LoadHfConfig(config_path);
-  checkpoint.dtype = dtype;
-  checkpoint.extents = formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), dtype);
+  // Quantized plans assume the converter's defaults: f16 norms, group 64, nothing kept in float.
+  const formats::WeightEncoding encoding =
+      formats::WeightEncoding::For(dtype, DType::kF16, 64, {});
+  checkpoint.dtype = encoding.float_dtype;
+  checkpoint.extents =
+      formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), encoding);
   return checkpoint;
 }
 
@@ -41,7 +45,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   const ModelConfig& c = checkpoint.config;
   fmt::print("model      {} — {} layers, hidden {}, {} ({:.2f} GiB of weights)\n", c.model_type,
-             c.num_layers, c.hidden_size, DTypeName(checkpoint.dtype),
+             c.num_layers, c.hidden_size, checkpoint.weights_description(),
              checkpoint.total_bytes() / kGiB);
   fmt::print("budget     --cpu-mem {:.2f} GiB (device: {})\n", inputs.cpu_mem_bytes / kGiB,
              inputs.backend == BackendKind::kCpu ? "cpu" : "cuda");
@@ -77,7 +81,7 @@ void RunPlan(const PlanOptions& options) {
   }
   if (options.device != "cpu") Fail("--device {}: only cpu plans exist so far", options.device);
   const std::optional<DType> dtype = ParseDType(options.dtype);
-  if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16", options.dtype);
+  if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16, int8, int4", options.dtype);
   const Checkpoint checkpoint = options.model_dir.empty()
                                     ? CheckpointForConfig(options.config, *dtype)
                                     : formats::LoadCheckpoint(options.model_dir);

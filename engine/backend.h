@@ -32,6 +32,7 @@ struct Weight {
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
+  int group_size = 0;  // int4 only: elements per (scale, min) group along a row
 
   explicit operator bool() const { return data != nullptr; }
 };

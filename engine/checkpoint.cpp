@@ -1,6 +1,8 @@
 // Small accessors of the checkpoint description.
 #include "engine/checkpoint.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace zinf {
@@ -22,6 +24,18 @@ uint64_t Checkpoint::max_extent_padded_bytes() const {
   uint64_t largest = 0;
   for (const ExtentInfo& extent : extents) largest = std::max(largest, extent.padded_bytes);
   return largest;
+}
+
+std::string Checkpoint::weights_description() const {
+  for (const ExtentInfo& extent : extents) {
+    for (const TensorInfo& tensor : extent.tensors) {
+      if (tensor.dtype == DType::kI8) return fmt::format("int8 ({} norms)", DTypeName(dtype));
+      if (tensor.dtype == DType::kQ4) {
+        return fmt::format("int4-g{} ({} norms)", tensor.group_size, DTypeName(dtype));
+      }
+    }
+  }
+  return std::string(DTypeName(dtype));
 }
 
 uint64_t Checkpoint::total_bytes() const {

@@ -21,11 +21,14 @@ inline constexpr uint64_t kTensorAlignment = 64;
 struct TensorInfo {
   std::string name;  // canonical zinf name inside its extent, e.g. "q", "q_bias", "gate" (docs/format.md)
   DType dtype = DType::kF32;
+  int group_size = 0;  // int4 only (engine/quantized.h)
   std::vector<int64_t> shape;  // row-major; matrices are [out, in] like torch.nn.Linear
   uint64_t offset_in_extent = 0;
   uint64_t size_bytes = 0;
 
   int64_t num_elements() const;
+  int64_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
 enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead };
@@ -54,11 +57,13 @@ struct Checkpoint {
   std::string directory;
   std::string weights_file;  // absolute or relative to the working directory
   ModelConfig config;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // of the tensors kept in floating point (all of them, unquantized)
   std::optional<TokenizerSpec> tokenizer;
   std::vector<ExtentInfo> extents;  // in file order: embed, layer.0 .. layer.N-1, head
 
   uint64_t max_extent_padded_bytes() const;
+  // "f16", or for quantized checkpoints e.g. "int4-g64 (f16 norms)": for plans and logs.
+  std::string weights_description() const;
   uint64_t total_bytes() const;
 };
 

@@ -7,6 +7,7 @@
 #include "engine/cpu_attention.h"
 #include "engine/cpu_matmul.h"
 #include "engine/error.h"
+#include "engine/quantized.h"
 
 namespace zinf {
 
@@ -51,8 +52,7 @@ void CpuBackend::Embed(std::span<const TokenId> token_ids, const Weight& table, 
     if (id < 0 || id >= table.rows) {
       Fail("token id {} is outside the vocabulary (0..{})", id, table.rows - 1);
     }
-    const auto* row = static_cast<const std::byte*>(table.data) + id * table.cols * DTypeSize(table.dtype);
-    ConvertToF32(table.dtype, row, Rows(out) + t * out.cols, table.cols);
+    DequantizeRow(table, id, Rows(out) + t * out.cols);
   }
 }
 

@@ -4,6 +4,9 @@
 // its own row and token, never on tiling, so batch size and thread count cannot change outputs.
 #include "engine/cpu_matmul.h"
 
+#include "engine/cpu_matmul_quant.h"
+#include "engine/quantized.h"
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -16,6 +19,8 @@ float WeightValue(const Weight& w, int64_t idx) {
     case DType::kF32: return static_cast<const float*>(w.data)[idx];
     case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(w.data)[idx]);
     case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(w.data)[idx]);
+    case DType::kI8:
+    case DType::kQ4: return QuantizedValue(w, idx);
   }
   return 0;
 }
@@ -157,6 +162,11 @@ bool UsingAvx2Kernels() {
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                 int64_t row_end) {
+  if (IsQuantized(w.dtype)) {
+    MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
+                        UsingAvx2Kernels());
+    return;
+  }
   if (!UsingAvx2Kernels()) {
     MatMulRowsPortable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
     return;
@@ -174,6 +184,9 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
       MatMulRowsAvx2<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
                                    row_end);
       return;
+    case DType::kI8:
+    case DType::kQ4:
+      return;  // handled above
   }
 }
 

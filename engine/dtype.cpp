@@ -3,12 +3,16 @@
 
 #include <cmath>
 
+#include "engine/error.h"
+
 namespace zinf {
 
 std::optional<DType> ParseDType(std::string_view name) {
   if (name == "f32") return DType::kF32;
   if (name == "f16") return DType::kF16;
   if (name == "bf16") return DType::kBF16;
+  if (name == "int8") return DType::kI8;
+  if (name == "int4") return DType::kQ4;
   return std::nullopt;
 }
 
@@ -72,7 +76,11 @@ void ConvertToF32(DType dtype, const void* src, float* dst, size_t count) {
       for (size_t i = 0; i < count; ++i) dst[i] = Bf16ToF32(bits[i]);
       return;
     }
+    case DType::kI8:
+    case DType::kQ4:
+      break;  // quantized encodings are whole rows, not elements: engine/quantized.h
   }
+  Fail("{}: {} is not a float dtype", "ConvertToF32", DTypeName(dtype));
 }
 
 void ConvertFromF32(DType dtype, const float* src, void* dst, size_t count) {
@@ -90,7 +98,11 @@ void ConvertFromF32(DType dtype, const float* src, void* dst, size_t count) {
       for (size_t i = 0; i < count; ++i) bits[i] = F32ToBf16(src[i]);
       return;
     }
+    case DType::kI8:
+    case DType::kQ4:
+      break;  // quantized encodings are whole rows, not elements: engine/quantized.h
   }
+  Fail("{}: {} is not a float dtype", "ConvertFromF32", DTypeName(dtype));
 }
 
 }  // namespace zinf

@@ -79,6 +79,7 @@ Weight Model::Find(const ExtentView& extent, const std::byte* base, const char* 
   weight.dtype = tensor->dtype;
   weight.rows = tensor->shape.size() == 2 ? tensor->shape[0] : 1;
   weight.cols = tensor->shape.back();
+  weight.group_size = tensor->group_size;
   return weight;
 }
 

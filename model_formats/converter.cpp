@@ -17,6 +17,8 @@
 #include "model_formats/manifest_json.h"
 #include "model_formats/output_file.h"
 #include "model_formats/safetensors.h"
+#include "model_formats/tensor_encoder.h"
+#include "model_formats/weight_encoding.h"
 #include "model_formats/weights_writer.h"
 #include "model_formats/zinf_format.h"
 
@@ -26,34 +28,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Elements converted per step when the dtype changes: 1 Mi elements keeps the scratch buffers at
-// a few MiB however large the tensor is.
-constexpr size_t kConvertChunkElements = size_t{1} << 20;
-
 // Files of the Hugging Face directory the engine's tokenizer loaders read, copied when present.
 constexpr const char* kTokenizerFiles[] = {"tokenizer.model", "tokenizer_config.json",
                                            "special_tokens_map.json", "tokenizer.json"};
 
-// Writes `source`'s elements as `dtype`, converting through f32 in bounded chunks when needed.
-void WriteTensor(const TensorSink& sink, const SafetensorsTensor& source, DType dtype) {
-  if (source.dtype == dtype) {
+// Writes `source` in the tensor's stored dtype: bytes as they are when nothing changes, else
+// through f32 rows a chunk at a time, so scratch memory stays bounded whatever the tensor size.
+void WriteTensor(const TensorSink& sink, const SafetensorsTensor& source, const TensorInfo& tensor) {
+  if (source.dtype == tensor.dtype) {
     sink(source.data);
     return;
   }
-  const size_t num_elements = source.data.size() / DTypeSize(source.dtype);
-  std::vector<float> floats(std::min(num_elements, kConvertChunkElements));
-  std::vector<std::byte> converted(floats.size() * DTypeSize(dtype));
-  for (size_t start = 0; start < num_elements; start += floats.size()) {
-    size_t count = std::min(floats.size(), num_elements - start);
-    ConvertToF32(source.dtype, source.data.data() + start * DTypeSize(source.dtype), floats.data(),
-                 count);
-    if (dtype == DType::kF32) {
-      sink(std::as_bytes(std::span<const float>(floats.data(), count)));
-    } else {
-      ConvertFromF32(dtype, floats.data(), converted.data(), count);
-      sink(std::span<const std::byte>(converted.data(), count * DTypeSize(dtype)));
-    }
+  TensorEncoder encoder(tensor, sink);
+  const int64_t cols = tensor.cols();
+  const size_t source_row_bytes = static_cast<size_t>(cols) * DTypeSize(source.dtype);
+  std::vector<float> floats(static_cast<size_t>(encoder.rows_per_chunk() * cols));
+  for (int64_t row = 0; row < tensor.rows(); row += encoder.rows_per_chunk()) {
+    const int64_t count = std::min(encoder.rows_per_chunk(), tensor.rows() - row);
+    ConvertToF32(source.dtype, source.data.data() + static_cast<size_t>(row) * source_row_bytes,
+                 floats.data(), static_cast<size_t>(count * cols));
+    encoder.AddRows(floats.data(), count);
   }
+  encoder.Finish();
 }
 
 // add_bos_token / add_eos_token from tokenizer_config.json; absent or null keep the defaults.
@@ -106,12 +102,18 @@ void CopyTokenizerFiles(const fs::path& hf_dir, const fs::path& out_dir) {
   }
 }
 
-// The checkpoint's dtype: the one asked for, else the source tensors' own, else f32 when they mix.
-DType ChooseDType(const ConvertOptions& options, const ConversionPlan& plan) {
-  if (options.dtype) return *options.dtype;
-  if (plan.source_dtype) return *plan.source_dtype;
-  spdlog::warn("the checkpoint mixes tensor dtypes; writing f32 (pass --dtype to choose)");
-  return DType::kF32;
+// The dtypes to write: the one asked for (int8/int4: for the matrices), else — and for the
+// tensors a quantized checkpoint keeps in floating point — the source tensors' own, else f32
+// when they mix.
+WeightEncoding ChooseEncoding(const ConvertOptions& options, const ConversionPlan& plan) {
+  DType source_dtype = DType::kF32;
+  if (plan.source_dtype) {
+    source_dtype = *plan.source_dtype;
+  } else if (!options.dtype || IsQuantized(*options.dtype)) {
+    spdlog::warn("the checkpoint mixes tensor dtypes; writing f32 (pass --dtype to choose)");
+  }
+  const DType dtype = options.dtype.value_or(source_dtype);
+  return WeightEncoding::For(dtype, source_dtype, options.group_size, options.keep_float);
 }
 
 ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
@@ -129,12 +131,13 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   checkpoint.config = LoadHfConfig((hf_dir / "config.json").string());
   SafetensorsCheckpoint source(hf_dir.string());
   ConversionPlan plan = PlanConversion(checkpoint.config, source);
-  checkpoint.dtype = ChooseDType(options, plan);
+  const WeightEncoding encoding = ChooseEncoding(options, plan);
+  checkpoint.dtype = encoding.float_dtype;
   checkpoint.tokenizer = DetectTokenizer(hf_dir);
   checkpoint.weights_file = kWeightsFile;
   std::vector<ExpectedExtent> layouts;
   for (const PlannedExtent& planned : plan.extents) layouts.push_back(planned.layout);
-  checkpoint.extents = LayoutExtents(layouts, checkpoint.dtype);
+  checkpoint.extents = LayoutExtents(layouts, encoding);
 
   fs::create_directories(out_dir);
   // The manifest is the commit point: remove the old one first, so a conversion cut short leaves
@@ -144,7 +147,7 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
       (out_dir / kWeightsFile).string(), checkpoint.extents,
       [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
         WriteTensor(sink, *plan.extents[extent_idx].sources[tensor_idx],
-                    checkpoint.extents[extent_idx].tensors[tensor_idx].dtype);
+                    checkpoint.extents[extent_idx].tensors[tensor_idx]);
       },
       options.progress);
   CopyTokenizerFiles(hf_dir, out_dir);

@@ -13,7 +13,11 @@
 namespace zinf::formats {
 
 struct ConvertOptions {
-  std::optional<DType> dtype;  // default: the checkpoint's own (its torch_dtype / tensor dtype)
+  // f32/f16/bf16 for every tensor, or int8/int4 for the matrices (the rest keep the source's
+  // dtype). Default: the checkpoint's own (its tensor dtype).
+  std::optional<DType> dtype;
+  int group_size = 64;                  // int4: elements per group
+  std::vector<std::string> keep_float;  // canonical matrices not quantized (ParseKeepFloat)
   bool overwrite = false;      // replace an existing output directory's files
   // Called after each extent is written: (bytes written so far, total bytes).
   std::function<void(uint64_t, uint64_t)> progress;

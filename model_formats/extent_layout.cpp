@@ -5,10 +5,12 @@
 #include <limits>
 
 #include "engine/error.h"
+#include "engine/quantized.h"
 
 namespace zinf::formats {
 
-std::vector<ExtentInfo> LayoutExtents(const std::vector<ExpectedExtent>& layouts, DType dtype) {
+std::vector<ExtentInfo> LayoutExtents(const std::vector<ExpectedExtent>& layouts,
+                                      const WeightEncoding& encoding) {
   std::vector<ExtentInfo> extents;
   extents.reserve(layouts.size());
   uint64_t file_offset = 0;
@@ -22,10 +24,12 @@ std::vector<ExtentInfo> LayoutExtents(const std::vector<ExpectedExtent>& layouts
     for (const ExpectedTensor& expected : layout.tensors) {
       TensorInfo tensor;
       tensor.name = expected.name;
-      tensor.dtype = dtype;
+      tensor.dtype = encoding.DTypeFor(expected);
+      tensor.group_size = encoding.GroupSizeFor(expected);
       tensor.shape = expected.shape;
       tensor.offset_in_extent = AlignUp(cursor, kTensorAlignment);
-      tensor.size_bytes = static_cast<uint64_t>(tensor.num_elements()) * DTypeSize(dtype);
+      tensor.size_bytes =
+          TensorBytes(tensor.dtype, tensor.rows(), tensor.cols(), tensor.group_size);
       cursor = tensor.offset_in_extent + tensor.size_bytes;
       extent.tensors.push_back(std::move(tensor));
     }
@@ -58,19 +62,28 @@ void ValidateTensors(const ExtentInfo& extent, const ExpectedExtent& expected, D
       Fail("{}: extent '{}' tensor '{}' has shape {}, but the config implies {}", where,
            extent.name, tensor.name, ShapeString(tensor.shape), ShapeString(want->shape));
     }
-    if (tensor.dtype != dtype) {
-      Fail("{}: extent '{}' tensor '{}' is {}, but the checkpoint dtype is {}", where, extent.name,
-           tensor.name, DTypeName(tensor.dtype), DTypeName(dtype));
+    const bool quantized_matrix = IsQuantized(tensor.dtype) && tensor.shape.size() == 2;
+    if (tensor.dtype != dtype && !quantized_matrix) {
+      Fail("{}: extent '{}' tensor '{}' is {}, but the checkpoint dtype is {}{}", where,
+           extent.name, tensor.name, DTypeName(tensor.dtype), DTypeName(dtype),
+           IsQuantized(tensor.dtype) ? " (only matrices may be quantized)" : "");
+    }
+    if (tensor.dtype == DType::kQ4 ? !IsValidGroupSize(tensor.group_size)
+                                   : tensor.group_size != 0) {
+      Fail("{}: extent '{}' tensor '{}' has group_size {}, expected {}", where, extent.name,
+           tensor.name, tensor.group_size,
+           tensor.dtype == DType::kQ4 ? "32, 64 or 128" : "none (only int4 has groups)");
     }
     if (tensor.offset_in_extent % kTensorAlignment != 0) {
       Fail("{}: extent '{}' tensor '{}' offset {} is not a multiple of {}", where, extent.name,
            tensor.name, tensor.offset_in_extent, kTensorAlignment);
     }
-    uint64_t expected_bytes = static_cast<uint64_t>(tensor.num_elements()) * DTypeSize(dtype);
+    const uint64_t expected_bytes =
+        TensorBytes(tensor.dtype, tensor.rows(), tensor.cols(), tensor.group_size);
     if (tensor.size_bytes != expected_bytes) {
       Fail("{}: extent '{}' tensor '{}' size_bytes is {}, but shape {} of {} needs {}", where,
-           extent.name, tensor.name, tensor.size_bytes, ShapeString(tensor.shape), DTypeName(dtype),
-           expected_bytes);
+           extent.name, tensor.name, tensor.size_bytes, ShapeString(tensor.shape),
+           DTypeName(tensor.dtype), expected_bytes);
     }
     if (tensor.offset_in_extent > extent.size_bytes ||
         tensor.size_bytes > extent.size_bytes - tensor.offset_in_extent) {

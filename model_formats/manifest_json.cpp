@@ -71,11 +71,12 @@ ordered_json ConfigToJson(const ModelConfig& config) {
 ordered_json ExtentToJson(const ExtentInfo& extent) {
   ordered_json tensors = ordered_json::array();
   for (const TensorInfo& tensor : extent.tensors) {
-    tensors.push_back({{"name", tensor.name},
-                       {"dtype", DTypeName(tensor.dtype)},
-                       {"shape", tensor.shape},
-                       {"offset", tensor.offset_in_extent},
-                       {"size_bytes", tensor.size_bytes}});
+    ordered_json entry = {{"name", tensor.name}, {"dtype", DTypeName(tensor.dtype)}};
+    if (tensor.group_size != 0) entry["group_size"] = tensor.group_size;
+    entry["shape"] = tensor.shape;
+    entry["offset"] = tensor.offset_in_extent;
+    entry["size_bytes"] = tensor.size_bytes;
+    tensors.push_back(std::move(entry));
   }
   ordered_json out = {{"name", extent.name}, {"kind", ExtentKindName(extent.kind)}};
   if (extent.kind == ExtentKind::kLayer) out["layer"] = extent.layer;
@@ -163,10 +164,14 @@ std::string PlainFileName(const Fields& fields, const char* key) {
   return file;
 }
 
-DType ParseDTypeField(const Fields& fields, const char* key) {
+// `quantized_allowed`: int8 and int4 are accepted too (per-tensor dtypes of version 2).
+DType ParseDTypeField(const Fields& fields, const char* key, bool quantized_allowed) {
   std::string name = fields.String(key);
   std::optional<DType> dtype = ParseDType(name);
-  if (!dtype) fields.Invalid(key, fmt::format("is '{}', expected f32, f16 or bf16", name));
+  if (!dtype || (IsQuantized(*dtype) && !quantized_allowed)) {
+    fields.Invalid(key, fmt::format("is '{}', expected f32, f16 or bf16{}", name,
+                                    quantized_allowed ? ", int8 or int4" : ""));
+  }
   return *dtype;
 }
 
@@ -250,10 +255,11 @@ uint64_t ParseXxh3(const Fields& fields) {
   return value;
 }
 
-TensorInfo ParseTensor(const Fields& fields) {
+TensorInfo ParseTensor(const Fields& fields, int version) {
   TensorInfo tensor;
   tensor.name = fields.String("name");
-  tensor.dtype = ParseDTypeField(fields, "dtype");
+  tensor.dtype = ParseDTypeField(fields, "dtype", /*quantized_allowed=*/version >= 2);
+  tensor.group_size = fields.Int("group_size", 0);
   const json& shape = fields.Array("shape");
   for (size_t idx = 0; idx < shape.size(); ++idx) {
     tensor.shape.push_back(
@@ -264,7 +270,7 @@ TensorInfo ParseTensor(const Fields& fields) {
   return tensor;
 }
 
-ExtentInfo ParseExtent(const Fields& fields) {
+ExtentInfo ParseExtent(const Fields& fields, int version) {
   ExtentInfo extent;
   extent.name = fields.String("name");
   std::string kind = fields.String("kind");
@@ -285,7 +291,7 @@ ExtentInfo ParseExtent(const Fields& fields) {
   const json& tensors = fields.Array("tensors");
   for (size_t idx = 0; idx < tensors.size(); ++idx) {
     std::string path = fmt::format("{}[{}]", fields.name("tensors"), idx);
-    extent.tensors.push_back(ParseTensor(Fields(tensors[idx], path, fields.where())));
+    extent.tensors.push_back(ParseTensor(Fields(tensors[idx], path, fields.where()), version));
   }
   return extent;
 }
@@ -293,8 +299,13 @@ ExtentInfo ParseExtent(const Fields& fields) {
 }  // namespace
 
 std::string ManifestJsonText(const Checkpoint& checkpoint, const ManifestSource& source) {
-  ordered_json manifest = {
-      {"format", kFormatName}, {"version", kFormatVersion}, {"created_by", kCreatedBy}};
+  // Version 1 readers can still load checkpoints without quantized tensors.
+  bool quantized = false;
+  for (const ExtentInfo& extent : checkpoint.extents)
+    for (const TensorInfo& tensor : extent.tensors) quantized |= IsQuantized(tensor.dtype);
+  ordered_json manifest = {{"format", kFormatName},
+                           {"version", quantized ? kFormatVersion : 1},
+                           {"created_by", kCreatedBy}};
   ordered_json source_json = ordered_json::object();
   if (!source.directory.empty()) source_json["directory"] = source.directory;
   source_json["model_type"] = source.model_type;
@@ -338,14 +349,14 @@ Checkpoint ParseManifest(const std::string& text, const std::string& where) {
         where, version, kFormatVersion);
   }
   Checkpoint checkpoint;
-  checkpoint.dtype = ParseDTypeField(fields, "dtype");
+  checkpoint.dtype = ParseDTypeField(fields, "dtype", /*quantized_allowed=*/false);
   checkpoint.config = ParseConfig(fields.Object("config"));
   if (fields.has("tokenizer")) checkpoint.tokenizer = ParseTokenizer(fields.Object("tokenizer"));
   checkpoint.weights_file = PlainFileName(fields, "weights_file");
   const json& extents = fields.Array("extents");
   for (size_t idx = 0; idx < extents.size(); ++idx) {
     std::string path = fmt::format("extents[{}]", idx);
-    checkpoint.extents.push_back(ParseExtent(Fields(extents[idx], path, where)));
+    checkpoint.extents.push_back(ParseExtent(Fields(extents[idx], path, where), version));
   }
   return checkpoint;
 }

@@ -38,6 +38,8 @@ const char* SafetensorsDTypeName(DType dtype) {
     case DType::kF32: return "F32";
     case DType::kF16: return "F16";
     case DType::kBF16: return "BF16";
+    case DType::kI8:
+    case DType::kQ4: break;  // zinf's own encodings: never written as safetensors
   }
   return "?";
 }

@@ -12,6 +12,8 @@
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
 #include "model_formats/manifest_json.h"
+#include "model_formats/tensor_encoder.h"
+#include "model_formats/weight_encoding.h"
 #include "model_formats/weights_writer.h"
 #include "model_formats/zinf_format.h"
 
@@ -47,25 +49,23 @@ ValueRule RuleFor(const TensorInfo& tensor) {
   return {0.0f, 0.5f};  // embeddings
 }
 
-// Elements generated per step: bounded scratch whatever the tensor size.
-constexpr size_t kChunkElements = size_t{1} << 20;
-
 void ProduceTensor(const TensorInfo& tensor, uint64_t tensor_seed, const TensorSink& sink) {
   const ValueRule rule = RuleFor(tensor);
-  const size_t count = static_cast<size_t>(tensor.num_elements());
-  std::vector<float> values(std::min(count, kChunkElements));
-  std::vector<std::byte> converted(values.size() * DTypeSize(tensor.dtype));
-  for (size_t start = 0; start < count; start += values.size()) {
-    const size_t n = std::min(values.size(), count - start);
-    for (size_t i = 0; i < n; ++i) {
+  TensorEncoder encoder(tensor, sink);
+  const int64_t cols = tensor.cols();
+  std::vector<float> values(static_cast<size_t>(encoder.rows_per_chunk() * cols));
+  for (int64_t row = 0; row < tensor.rows(); row += encoder.rows_per_chunk()) {
+    const int64_t rows = std::min(encoder.rows_per_chunk(), tensor.rows() - row);
+    const uint64_t start = static_cast<uint64_t>(row * cols);
+    for (int64_t i = 0; i < rows * cols; ++i) {
       // 24 random bits → uniform in [-1, 1).
       const double unit = static_cast<double>(SplitMix64(tensor_seed + start + i) >> 40) /
                               static_cast<double>(1 << 23) - 1.0;
       values[i] = rule.center + rule.half_width * static_cast<float>(unit);
     }
-    ConvertFromF32(tensor.dtype, values.data(), converted.data(), n);
-    sink(std::span<const std::byte>(converted.data(), n * DTypeSize(tensor.dtype)));
+    encoder.AddRows(values.data(), rows);
   }
+  encoder.Finish();
 }
 
 }  // namespace
@@ -81,9 +81,11 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
   }
   Checkpoint checkpoint;
   checkpoint.config = LoadHfConfig(config_json_path);
-  checkpoint.dtype = options.dtype;
+  const WeightEncoding encoding =
+      WeightEncoding::For(options.dtype, options.float_dtype, options.group_size, options.keep_float);
+  checkpoint.dtype = encoding.float_dtype;
   checkpoint.weights_file = kWeightsFile;
-  checkpoint.extents = LayoutExtents(ExpectedExtents(checkpoint.config), options.dtype);
+  checkpoint.extents = LayoutExtents(ExpectedExtents(checkpoint.config), encoding);
 
   fs::create_directories(out_path);
   fs::remove(manifest_path);  // the manifest is written last: it marks a complete checkpoint

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/dtype.h"
 #include "model_formats/converter.h"
@@ -13,7 +14,10 @@
 namespace zinf::formats {
 
 struct SyntheticOptions {
-  DType dtype = DType::kF16;
+  DType dtype = DType::kF16;        // every tensor; or int8/int4 for the matrices
+  DType float_dtype = DType::kF16;  // the tensors a quantized checkpoint keeps in floating point
+  int group_size = 64;
+  std::vector<std::string> keep_float;
   uint64_t seed = 0;
   bool overwrite = false;
   std::function<void(uint64_t, uint64_t)> progress;  // (bytes written, total bytes)

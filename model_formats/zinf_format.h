@@ -1,4 +1,4 @@
-// The zinf checkpoint format, v1 (docs/format.md): manifest.json + weights.bin in a directory.
+// The zinf checkpoint format, v1 and v2 (docs/format.md): manifest.json + weights.bin in a directory.
 #pragma once
 
 #include <string>
@@ -7,7 +7,9 @@
 
 namespace zinf::formats {
 
-inline constexpr int kFormatVersion = 1;
+// Version 2 added per-tensor quantized dtypes (int8, int4 with group_size); files without
+// quantized tensors are still written as version 1.
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kWeightsFile = "weights.bin";
 

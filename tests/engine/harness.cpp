@@ -1,6 +1,8 @@
 // Test harness: the same wiring as `zinf generate`, in-process.
 #include "tests/engine/harness.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
@@ -15,8 +17,12 @@
 namespace zinf::testing {
 
 LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name) {
+  return ConvertAndLoad(hf_dir, name, {});
+}
+
+LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name,
+                           formats::ConvertOptions options) {
   const std::string out_dir = MakeTempDir(name);
-  formats::ConvertOptions options;
   options.overwrite = true;
   formats::ConvertCheckpoint(hf_dir, out_dir, options);
   LoadedModel model;
@@ -29,6 +35,14 @@ const LoadedModel& Stories260K() {
   static const LoadedModel model =
       ConvertAndLoad(std::string(ZINF_SOURCE_DIR) + "/models/stories260K", "stories260K");
   return model;
+}
+
+LoadedModel Stories260KAs(DType dtype, int group_size) {
+  formats::ConvertOptions options;
+  options.dtype = dtype;
+  options.group_size = group_size;
+  return ConvertAndLoad(std::string(ZINF_SOURCE_DIR) + "/models/stories260K",
+                        fmt::format("stories260K-{}-g{}", DTypeName(dtype), group_size), options);
 }
 
 std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,

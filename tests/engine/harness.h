@@ -10,6 +10,7 @@
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 #include "io/weight_source_factory.h"
+#include "model_formats/converter.h"
 
 namespace zinf::testing {
 
@@ -32,6 +33,10 @@ struct LoadedModel {
 const LoadedModel& Stories260K();
 // Converts an HF directory into a fresh zinf directory and loads it.
 LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name);
+LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name,
+                           formats::ConvertOptions options);
+// The bundled stories260K converted with --dtype `dtype` (int8, int4) and `group_size`.
+LoadedModel Stories260KAs(DType dtype, int group_size = 64);
 
 // Completions in request order.
 std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,

@@ -1,0 +1,17 @@
+// Matrix products of f32 activations with int8 and int4 weights, dequantized in registers (no
+// layer is ever expanded to floats). Same contract as cpu::MatMulRows: an output element's value
+// depends only on its row and token, never on the batch, tiling or thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend.h"
+
+namespace zinf::cpu {
+
+// w.dtype is kI8 or kQ4; see MatMulRows for the arguments.
+void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                         const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                         int64_t row_end, bool use_avx2);
+
+}  // namespace zinf::cpu
