@@ -31,6 +31,7 @@ struct BenchOptions {
   int num_prompts = 0;  // 0: one batch
   int repeats = 3;
   int threads = 0;
+  std::string kv_dtype = "f32";
   std::string cpu_mem;
   std::string csv_path, json_path, plot_path;
 };
@@ -191,6 +192,7 @@ void RunBench(const BenchOptions& options) {
               session.weights = weights;
               session.prefetch_depth = depth;
               session.cpu_mem = options.cpu_mem;
+              session.kv_dtype = options.kv_dtype;
               const int count = options.num_prompts > 0 ? options.num_prompts : std::max(batch, 16);
               session.max_auto_batch = count;  // more slots than prompts would sit idle
               const std::vector<Request> requests =
@@ -239,6 +241,8 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--num-prompts", options->num_prompts, "prompts per run (default: one batch)");
   command->add_option("--repeat", options->repeats, "runs per configuration")->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads (default: all cores)");
+  command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
+      ->capture_default_str();
   command->add_option("--cpu-mem", options->cpu_mem, "DRAM budget for the planner (auto weights)");
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");

@@ -13,6 +13,7 @@ void AddTokenizeCommands(CLI::App& app);
 void AddPlanCommand(CLI::App& app);
 void AddCalibrateCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
+void AddPerplexityCommand(CLI::App& app);
 
 // Set by the subcommand that ran: the process exit code (0, or 130 after Ctrl-C).
 extern int g_exit_code;

@@ -23,6 +23,7 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.batch_size = limits.max_sequences;
   inputs.workload.max_context = limits.max_context;
   inputs.workload.step_tokens = limits.max_tokens_per_step;
+  inputs.workload.kv_dtype = limits.kv_dtype;
   if (std::optional<Bandwidths> measured = LoadCalibration()) inputs.bandwidths = *measured;
   return inputs;
 }
@@ -47,6 +48,11 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
                             ? options.max_context
                             : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
   limits_.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
+  limits_.max_logit_rows = options.logit_rows_per_step;
+  if (options.kv_dtype != "f32" && options.kv_dtype != "int8") {
+    Fail("--kv-dtype: '{}' is not one of f32, int8", options.kv_dtype);
+  }
+  limits_.kv_dtype = options.kv_dtype == "int8" ? DType::kI8 : DType::kF32;
 
   PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
   bandwidths_ = inputs.bandwidths;

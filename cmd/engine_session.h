@@ -20,6 +20,8 @@ struct SessionOptions {
   int max_auto_batch = 256;
   int max_context = 0;   // 0: the model's max_position_embeddings, at most kDefaultMaxContext
   int step_tokens = 512;
+  int logit_rows_per_step = 0;  // 0: one per sequence; perplexity wants a whole step's
+  std::string kv_dtype = "f32";  // f32 or int8
   int threads = 0;       // 0: all cores
   std::string weights = "auto";  // auto (planner under cpu_mem), resident or stream
   int prefetch_depth = -1;       // -1: the plan's

@@ -245,6 +245,9 @@ void AddGenerateCommand(CLI::App& app) {
                       "most tokens per forward step (prompt chunks plus decode tokens)")
       ->capture_default_str();
   command->add_option("--threads", session.threads, "CPU threads (default: all cores)");
+  command->add_option("--kv-dtype", session.kv_dtype,
+                      "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)")
+      ->capture_default_str();
   command->add_option("--weights", session.weights,
                       "auto (the planner places each extent under --cpu-mem), resident (read "
                       "once) or stream (re-read every step)")

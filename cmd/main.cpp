@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   zinf::cli::AddPlanCommand(app);
   zinf::cli::AddCalibrateCommand(app);
   zinf::cli::AddBenchCommand(app);
+  zinf::cli::AddPerplexityCommand(app);
 
   try {
     app.parse(argc, argv);

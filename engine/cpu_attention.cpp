@@ -22,15 +22,21 @@ void AttendOneHead(const AttentionArgs& args, const SequenceChunk& chunk, int to
   const int64_t row = chunk.token_offset + token_in_chunk;
   const int num_keys = chunk.start_position + token_in_chunk + 1;
   const float* query = args.q + row * args.q_stride + static_cast<int64_t>(head) * head_dim;
-  const float* keys = args.k_slot(chunk.kv_slot) + static_cast<int64_t>(kv_head) * head_dim;
-  const float* values = args.v_slot(chunk.kv_slot) + static_cast<int64_t>(kv_head) * head_dim;
+  const KvRows keys = args.k_slot(chunk.kv_slot);
+  const KvRows values = args.v_slot(chunk.kv_slot);
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
 
   scores.resize(num_keys);
   float max_score = -INFINITY;
   for (int j = 0; j < num_keys; ++j) {
-    const float* key = keys + j * args.kv_stride;
+    const int64_t at = j * keys.row_stride + head_offset;
     float dot = 0;
-    for (int d = 0; d < head_dim; ++d) dot += query[d] * key[d];
+    if (keys.f32 != nullptr) {
+      for (int d = 0; d < head_dim; ++d) dot += query[d] * keys.f32[at + d];
+    } else {
+      for (int d = 0; d < head_dim; ++d) dot += query[d] * static_cast<float>(keys.i8[at + d]);
+      dot *= keys.scales[j * keys.num_kv_heads + kv_head];
+    }
     scores[j] = dot * shape.scale;
     max_score = std::max(max_score, scores[j]);
   }
@@ -44,8 +50,13 @@ void AttendOneHead(const AttentionArgs& args, const SequenceChunk& chunk, int to
   std::fill(out, out + head_dim, 0.0f);
   for (int j = 0; j < num_keys; ++j) {
     const float weight = scores[j] * inv_sum;
-    const float* value = values + j * args.kv_stride;
-    for (int d = 0; d < head_dim; ++d) out[d] += weight * value[d];
+    const int64_t at = j * values.row_stride + head_offset;
+    if (values.f32 != nullptr) {
+      for (int d = 0; d < head_dim; ++d) out[d] += weight * values.f32[at + d];
+    } else {
+      const float scaled = weight * values.scales[j * values.num_kv_heads + kv_head];
+      for (int d = 0; d < head_dim; ++d) out[d] += scaled * static_cast<float>(values.i8[at + d]);
+    }
   }
 }
 

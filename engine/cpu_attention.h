@@ -6,6 +6,7 @@
 #include <span>
 
 #include "engine/backend.h"
+#include "engine/cpu_kv_cache.h"
 #include "engine/thread_pool.h"
 
 namespace zinf::cpu {
@@ -17,10 +18,9 @@ struct AttentionArgs {
   float* out = nullptr;  // [tokens, num_heads * head_dim]
   int64_t out_stride = 0;
   AttentionShape shape;
-  // Position 0 of a slot's keys / values; rows of kv_stride floats, one per position.
-  std::function<const float*(int)> k_slot;
-  std::function<const float*(int)> v_slot;
-  int64_t kv_stride = 0;
+  // A slot's keys / values from position 0.
+  std::function<KvRows(int)> k_slot;
+  std::function<KvRows(int)> v_slot;
 };
 
 // Each query token attends to positions 0..its own; each (token, head) is computed by one thread

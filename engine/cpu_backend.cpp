@@ -29,22 +29,9 @@ Tensor CpuBackend::AllocateActivation(int64_t rows, int64_t cols) {
   return {activations_.back().get(), rows, cols};
 }
 
-void CpuBackend::AllocateKvCache(const KvCacheShape& shape) {
-  kv_shape_ = shape;
-  const size_t floats = static_cast<size_t>(shape.num_layers) * shape.num_slots *
-                        shape.max_context * shape.num_kv_heads * shape.head_dim;
-  k_cache_.assign(floats, 0.0f);
-  v_cache_.assign(floats, 0.0f);
-}
+void CpuBackend::AllocateKvCache(const KvCacheShape& shape) { kv_cache_.Allocate(shape); }
 
 const std::byte* CpuBackend::BindExtent(const ExtentView& extent) { return extent.bytes.data(); }
-
-float* CpuBackend::KvRow(std::vector<float>& cache, int layer, int slot, int position) {
-  const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
-  const int64_t row =
-      (static_cast<int64_t>(layer) * kv_shape_.num_slots + slot) * kv_shape_.max_context + position;
-  return cache.data() + row * kv_dim;
-}
 
 void CpuBackend::Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) {
   for (size_t t = 0; t < token_ids.size(); ++t) {
@@ -149,16 +136,13 @@ void CpuBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) {
 
 void CpuBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
   for (const SequenceChunk& chunk : chunks) {
-    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= kv_shape_.max_context,
+    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= kv_cache_.shape().max_context,
                "sequence of {} positions exceeds the KV cache ({})",
-               chunk.start_position + chunk.num_tokens, kv_shape_.max_context);
+               chunk.start_position + chunk.num_tokens, kv_cache_.shape().max_context);
     for (int i = 0; i < chunk.num_tokens; ++i) {
       const int64_t row = chunk.token_offset + i;
-      const int position = chunk.start_position + i;
-      std::memcpy(KvRow(k_cache_, layer, chunk.kv_slot, position), Rows(k) + row * k.cols,
-                  k.cols * sizeof(float));
-      std::memcpy(KvRow(v_cache_, layer, chunk.kv_slot, position), Rows(v) + row * v.cols,
-                  v.cols * sizeof(float));
+      kv_cache_.Store(layer, chunk.kv_slot, chunk.start_position + i, Rows(k) + row * k.cols,
+                      Rows(v) + row * v.cols);
     }
   }
 }
@@ -172,9 +156,8 @@ void CpuBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Ten
   args.out = Rows(out);
   args.out_stride = out.cols;
   args.shape = shape;
-  args.k_slot = [&](int slot) { return KvRow(k_cache_, layer, slot, 0); };
-  args.v_slot = [&](int slot) { return KvRow(v_cache_, layer, slot, 0); };
-  args.kv_stride = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
+  args.k_slot = [&](int slot) { return kv_cache_.Keys(layer, slot); };
+  args.v_slot = [&](int slot) { return kv_cache_.Values(layer, slot); };
   cpu::CausalAttention(pool_, args);
 }
 

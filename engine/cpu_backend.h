@@ -1,4 +1,4 @@
-// The CPU backend: f32 activations and KV cache in host memory, ops parallelised over a thread
+// The CPU backend: f32 activations and an f32 or int8 KV cache in host memory, ops parallelised over a thread
 // pool. It is the reference every other backend is checked against, and the fallback.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cpu_kv_cache.h"
 #include "engine/thread_pool.h"
 
 namespace zinf {
@@ -41,13 +42,9 @@ class CpuBackend final : public Backend {
   void CopyToHost(Tensor x, std::span<float> host) override;
 
  private:
-  float* KvRow(std::vector<float>& cache, int layer, int slot, int position);
-
   ThreadPool pool_;
   std::vector<std::unique_ptr<float[]>> activations_;
-  KvCacheShape kv_shape_;
-  std::vector<float> k_cache_;  // [layer][slot][position][kv_dim]
-  std::vector<float> v_cache_;
+  cpu::CpuKvCache kv_cache_;
   std::vector<float> rope_cos_;  // [max_context][head_dim / 2]
   std::vector<float> rope_sin_;
   int rope_head_dim_ = 0;

@@ -48,7 +48,7 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
   act_.gate = backend.AllocateActivation(rows, c.intermediate_size);
   act_.up = backend.AllocateActivation(rows, c.intermediate_size);
   if (c.has_embed_projection()) act_.embedded = backend.AllocateActivation(rows, c.embed_dim());
-  const int64_t sequences = limits.max_sequences;
+  const int64_t sequences = limits.logit_rows();
   act_.last = backend.AllocateActivation(sequences, c.hidden_size);
   act_.last_normed = backend.AllocateActivation(sequences, c.hidden_size);
   act_.last_projected = backend.AllocateActivation(sequences, c.embed_dim());
@@ -60,6 +60,7 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
   kv.max_context = limits.max_context;
   kv.num_kv_heads = c.num_kv_heads;
   kv.head_dim = c.head_dim;
+  kv.dtype = limits.kv_dtype;
   backend.AllocateKvCache(kv);
   if (c.family == Family::kLlama) {
     const RopeTables tables = BuildRopeTables(c, limits.max_context);
@@ -96,8 +97,8 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
   const int num_tokens = static_cast<int>(batch.tokens.size());
   ZINF_CHECK(num_tokens > 0 && num_tokens <= limits_.max_tokens_per_step,
              "step of {} tokens (limit {})", num_tokens, limits_.max_tokens_per_step);
-  ZINF_CHECK(batch.logit_rows.size() <= static_cast<size_t>(limits_.max_sequences),
-             "{} logit rows (limit {})", batch.logit_rows.size(), limits_.max_sequences);
+  ZINF_CHECK(batch.logit_rows.size() <= static_cast<size_t>(limits_.logit_rows()),
+             "{} logit rows (limit {})", batch.logit_rows.size(), limits_.logit_rows());
   ZINF_CHECK(logits.size() >= batch.logit_rows.size() * config().vocab_size, "logits buffer");
 
   const int num_extents = static_cast<int>(checkpoint_.extents.size());

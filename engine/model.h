@@ -2,6 +2,7 @@
 // arrive extent by extent from a WeightSource: embed, layer.0 .. layer.N-1, head.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct ModelLimits {
   int max_tokens_per_step = 512;  // rows of the activations
   int max_sequences = 8;          // KV-cache slots, and logit rows per step
   int max_context = 512;          // positions per slot
+  int max_logit_rows = 0;         // logit rows per step when more than max_sequences (perplexity)
+  DType kv_dtype = DType::kF32;   // f32 or int8
+
+  int logit_rows() const { return std::max(max_sequences, max_logit_rows); }
 };
 
 // Holds the backend's activations and KV cache for the run. Not thread-safe.

@@ -95,8 +95,13 @@ const char* TierName(Tier tier) {
 }
 
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload) {
-  return 2ull * config.num_layers * config.kv_dim() * sizeof(float) *
-         static_cast<uint64_t>(workload.batch_size) * workload.max_context;
+  // Per position and layer: keys and values, kv_dim each; int8 adds an f32 scale per KV head.
+  const uint64_t per_position =
+      workload.kv_dtype == DType::kI8
+          ? 2ull * (config.kv_dim() + sizeof(float) * config.num_kv_heads)
+          : 2ull * config.kv_dim() * sizeof(float);
+  return per_position * config.num_layers * static_cast<uint64_t>(workload.batch_size) *
+         workload.max_context;
 }
 
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload) {

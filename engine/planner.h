@@ -33,6 +33,7 @@ struct Workload {
   int batch_size = 8;      // sequences decoded together
   int max_context = 2048;  // positions per sequence (KV cache)
   int step_tokens = 512;   // most tokens in one forward step (activation size)
+  DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
 };
 
 struct PlannerInputs {
@@ -93,7 +94,7 @@ struct BatchChoice {
 // the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
 BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
 
-// KV-cache and activation bytes of a workload on the CPU backend (f32).
+// KV-cache and activation bytes of a workload on the CPU backend (f32 activations).
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);
 

@@ -1,0 +1,50 @@
+// The CPU backend's KV cache: for each layer, slot and position one row of kv_dim keys and one of
+// values, stored as f32 or as int8 with one f32 scale per (position, KV head) — a quarter of the
+// memory, which is what limits batch size × context on the CPU (--kv-dtype int8).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend.h"
+
+namespace zinf::cpu {
+
+// One slot's keys or values from position 0: row j, head h starts at (j * row_stride + h *
+// head_dim); int8 rows carry scales[j * num_kv_heads + h].
+struct KvRows {
+  const float* f32 = nullptr;  // set for f32 caches
+  const int8_t* i8 = nullptr;  // set for int8 caches
+  const float* scales = nullptr;
+  int64_t row_stride = 0;
+  int num_kv_heads = 0;
+};
+
+class CpuKvCache {
+ public:
+  // Throws zinf::Error for a dtype other than f32 or int8.
+  void Allocate(const KvCacheShape& shape);
+  const KvCacheShape& shape() const { return shape_; }
+
+  // Writes one position's key and value rows (kv_dim floats each).
+  void Store(int layer, int slot, int position, const float* key, const float* value);
+  KvRows Keys(int layer, int slot) const { return Rows(keys_, key_scales_, layer, slot); }
+  KvRows Values(int layer, int slot) const { return Rows(values_, value_scales_, layer, slot); }
+
+ private:
+  // Storage of one of keys / values: f32 or int8 elements, and int8's scales.
+  struct Storage {
+    std::vector<float> f32;
+    std::vector<int8_t> i8;
+  };
+  int64_t RowIndex(int layer, int slot, int position) const;
+  void StoreRow(Storage& storage, std::vector<float>& scales, int64_t row, const float* values);
+  KvRows Rows(const Storage& storage, const std::vector<float>& scales, int layer, int slot) const;
+
+  KvCacheShape shape_;
+  int64_t kv_dim_ = 0;
+  Storage keys_, values_;
+  std::vector<float> key_scales_, value_scales_;  // int8: [row][kv_head]
+};
+
+}  // namespace zinf::cpu
