@@ -57,6 +57,7 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   limits.max_tokens_per_step = settings.step_tokens;
   limits.max_context = settings.max_context > 0 ? settings.max_context
                                                 : model.checkpoint.config.max_position_embeddings;
+  limits.kv_dtype = settings.kv_dtype;
   Model engine(model.checkpoint, backend, *weights, limits);
   GeneratorOptions options;
   options.eos_ids = model.checkpoint.config.eos_token_ids;
@@ -99,6 +100,20 @@ std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenI
   std::vector<float> logits(model.checkpoint.config.vocab_size);
   engine.Forward(batch, logits);
   return logits;
+}
+
+PerplexityResult Perplexity(const LoadedModel& model, const std::vector<TokenId>& tokens,
+                            const PerplexityOptions& options, int step_tokens, DType kv_dtype) {
+  auto weights = io::OpenWeightSource(model.checkpoint, {});
+  CpuBackend backend(2);
+  ModelLimits limits;
+  limits.max_sequences = 1;
+  limits.max_tokens_per_step = step_tokens;
+  limits.max_logit_rows = step_tokens;
+  limits.max_context = options.context;
+  limits.kv_dtype = kv_dtype;
+  Model engine(model.checkpoint, backend, *weights, limits);
+  return MeasurePerplexity(engine, tokens, options, {});
 }
 
 Request GreedyRequest(std::string id, std::vector<TokenId> prompt_ids, int max_new_tokens) {

@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/generator.h"
+#include "engine/perplexity.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 #include "io/weight_source_factory.h"
@@ -22,6 +23,7 @@ struct EngineSettings {
   int threads = 2;
   int max_context = 0;  // 0: the model's
   Refill refill = Refill::kContinuous;
+  DType kv_dtype = DType::kF32;
 };
 
 struct LoadedModel {
@@ -44,6 +46,12 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
 
 // Next-token logits at the last position of `prompt_ids`.
 std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids);
+
+// MeasurePerplexity on a model built for it: one KV slot of options.context positions, steps of
+// `step_tokens` tokens each wanting all their logits.
+PerplexityResult Perplexity(const LoadedModel& model, const std::vector<TokenId>& tokens,
+                            const PerplexityOptions& options, int step_tokens,
+                            DType kv_dtype = DType::kF32);
 
 // A greedy request for `prompt_ids` that ignores EOS.
 Request GreedyRequest(std::string id, std::vector<TokenId> prompt_ids, int max_new_tokens);
