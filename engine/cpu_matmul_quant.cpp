@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/cpu_matmul.h"
 #include "engine/quantized.h"
@@ -117,11 +118,16 @@ inline __m256 LoadI8Run(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
 }
 
+// 8 nibbles from 8 bytes at p: the high or the low halves, as floats.
+template <bool kHigh>
+inline __m256 LoadQ4Half(const uint8_t* p) {
+  const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_cvtepi32_ps(kHigh ? _mm256_srli_epi32(wide, 4)
+                                  : _mm256_and_si256(wide, _mm256_set1_epi32(15)));
+}
+
 inline __m256 LoadQ4Run(const uint8_t* row, int64_t k) {
-  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + Q4RunByte(k)));
-  __m256i wide = _mm256_cvtepu8_epi32(bytes);
-  wide = Q4RunIsHigh(k) ? _mm256_srli_epi32(wide, 4) : _mm256_and_si256(wide, _mm256_set1_epi32(15));
-  return _mm256_cvtepi32_ps(wide);
+  return Q4RunIsHigh(k) ? LoadQ4Half<true>(row + Q4RunByte(k)) : LoadQ4Half<false>(row + Q4RunByte(k));
 }
 
 inline float FinishLanes(__m256 acc) {
@@ -154,17 +160,36 @@ inline void QuantTile(const float* x, int64_t x_stride, const QuantRows& w, int6
       __m256 scale[kRows], minimum[kRows];
       for (int r = 0; r < kRows; ++r) {
         const uint16_t* params = w.q4_params(row + r) + 2 * g;
-        scale[r] = _mm256_set1_ps(F16ToF32(params[0]));
-        minimum[r] = _mm256_set1_ps(F16ToF32(params[1]));
+        scale[r] = _mm256_set1_ps(_cvtsh_ss(params[0]));
+        minimum[r] = _mm256_set1_ps(_cvtsh_ss(params[1]));
       }
-      for (int64_t k = group_begin; k < group_end; k += 8) {
-        __m256 wv[kRows];
-        for (int r = 0; r < kRows; ++r)
-          wv[r] = _mm256_fmadd_ps(LoadQ4Run(w.row(row + r), k), scale[r], minimum[r]);
+      auto accumulate = [&](const __m256 (&wv)[kRows], int64_t k) {
         for (int t = 0; t < kTokens; ++t) {
           const __m256 xv = _mm256_loadu_ps(x + t * x_stride + k);
           for (int r = 0; r < kRows; ++r) acc[r][t] = _mm256_fmadd_ps(xv, wv[r], acc[r][t]);
         }
+      };
+      int64_t k = group_begin;
+      // Whole 32-element blocks as four runs whose nibble half is known: no per-run branch.
+      auto block_run = [&](int64_t run_k, auto high) {
+        __m256 wv[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          wv[r] = _mm256_fmadd_ps(LoadQ4Half<decltype(high)::value>(w.row(row + r) + Q4RunByte(run_k)),
+                                  scale[r], minimum[r]);
+        }
+        accumulate(wv, run_k);
+      };
+      for (; k + kQ4BlockElements <= group_end; k += kQ4BlockElements) {
+        block_run(k, std::false_type{});
+        block_run(k + 8, std::false_type{});
+        block_run(k + 16, std::true_type{});
+        block_run(k + 24, std::true_type{});
+      }
+      for (; k < group_end; k += 8) {  // the runs of a partial last block
+        __m256 wv[kRows];
+        for (int r = 0; r < kRows; ++r)
+          wv[r] = _mm256_fmadd_ps(LoadQ4Run(w.row(row + r), k), scale[r], minimum[r]);
+        accumulate(wv, k);
       }
     }
   }
