@@ -159,12 +159,20 @@ std::string FaultInjector::Describe() const {
 }
 
 void FaultInjector::FlipBit(const Target& target) {
+  struct stat before {};
   std::byte value{};
-  if (::pread(copy_fd_, &value, 1, static_cast<off_t>(target.flip_offset)) != 1) {
+  if (::fstat(copy_fd_, &before) != 0 ||
+      ::pread(copy_fd_, &value, 1, static_cast<off_t>(target.flip_offset)) != 1) {
     Fail("fault injection: cannot read the in-memory copy: {}", std::strerror(errno));
   }
   value ^= std::byte{0x10};  // any single bit changes the extent's XXH3
   WriteAll(copy_fd_, &value, 1, static_cast<off_t>(target.flip_offset), "the in-memory copy");
+  // A flip stands for silent corruption: keep the copy's modified time, or the reader would
+  // (rightly) report a file written while zinf ran instead of a checksum mismatch.
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  if (::futimens(copy_fd_, times) != 0) {
+    Fail("fault injection: cannot restore the in-memory copy's times: {}", std::strerror(errno));
+  }
 }
 
 int64_t FaultInjector::OnRead(uint64_t file_offset, int64_t result) {

@@ -33,7 +33,7 @@ std::vector<Fault> ParseFaultSpec(std::string_view spec);
 // Owns the state of the faults of one run: per-offset toggles, read counters, and for bit flips a
 // private in-memory copy of the weights file (a memfd), so the user's file is never written.
 // The hook it hands out must be used by one reader only and must not outlive the injector.
-// Not thread-safe (the reader calls its hook from the one thread that drives it).
+// Not thread-safe (the reader calls its hook from its completion thread, one call at a time).
 // Failure: the constructor throws zinf::Error for an unknown extent name, or when the weights file
 // cannot be copied for a bit flip.
 class FaultInjector {

@@ -25,9 +25,13 @@ RunMetrics ComputeRunMetrics(const GenerationStats& stats, const WeightIoStats& 
   m.decode_tokens_per_s =
       Rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds);
   m.generation_tokens_per_s = Rate(stats.generated_tokens, seconds);
+  m.steps = stats.steps;
+  m.step_seconds = stats.prefill_seconds + stats.decode_seconds;
   m.dram_resident_bytes = load.bytes_read;
   m.nvme_streamed_bytes = end.bytes_read - load.bytes_read;
   m.nvme_gbps = Rate(m.nvme_streamed_bytes / 1e9, seconds);
+  m.nvme_read_seconds = end.read_busy_seconds - load.read_busy_seconds;
+  m.nvme_read_gbps = Rate(m.nvme_streamed_bytes / 1e9, m.nvme_read_seconds);
   m.weight_wait_seconds = end.read_wait_seconds - load.read_wait_seconds;
   const double read_seconds = m.nvme_streamed_bytes / (bandwidths.disk_read_gbps * 1e9);
   m.overlap_ratio = read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
@@ -41,11 +45,12 @@ std::string RunMetrics::SummaryLine() const {
   return fmt::format(
       "done: {} requests ({} failed) in {:.2f} s | prefill {} tok, {:.1f} tok/s | decode {:.1f} "
       "tok/s, generation {:.1f} tok/s ({} tok) | DRAM {:.1f} MiB resident, NVMe {:.1f} MiB "
-      "streamed at {:.2f} GB/s, {:.2f} s waiting, overlap {:.0f}% | {:.0f}% of the {}-bound "
-      "{:.1f} tok/s",
+      "streamed at {:.2f} GB/s ({:.2f} GB/s while reading), {:.2f} s waiting, overlap {:.0f}% | "
+      "{:.0f}% of the {}-bound {:.1f} tok/s",
       completed, failed, seconds, prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
       generation_tokens_per_s, generated_tokens, dram_resident_bytes / 1048576.0,
-      nvme_streamed_bytes / 1048576.0, nvme_gbps, weight_wait_seconds, 100 * overlap_ratio,
+      nvme_streamed_bytes / 1048576.0, nvme_gbps, nvme_read_gbps, weight_wait_seconds,
+      100 * overlap_ratio,
       percent_of_bound, bound, predicted_decode_tokens_per_s);
 }
 
@@ -54,13 +59,18 @@ std::string RunMetrics::Json() const {
       {"seconds", seconds},
       {"requests", {{"completed", completed}, {"failed", failed}}},
       {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
+      {"steps", {{"count", steps}, {"seconds", step_seconds}}},
       {"tokens_per_s",
        {{"prefill", prefill_tokens_per_s},
         {"decode", decode_tokens_per_s},
         {"generation", generation_tokens_per_s}}},
       {"tiers",
        {{"dram", {{"resident_bytes", dram_resident_bytes}}},
-        {"nvme", {{"streamed_bytes", nvme_streamed_bytes}, {"gbps", nvme_gbps}}}}},
+        {"nvme",
+         {{"streamed_bytes", nvme_streamed_bytes},
+          {"gbps", nvme_gbps},
+          {"read_seconds", nvme_read_seconds},
+          {"read_gbps", nvme_read_gbps}}}}},
       {"weight_wait_seconds", weight_wait_seconds},
       {"overlap_ratio", overlap_ratio},
       {"bound", {{"kind", bound}, {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},

@@ -16,6 +16,9 @@ struct WeightIoStats {
   uint64_t extents_read = 0;
   double read_wait_seconds = 0;   // time Acquire spent blocked on I/O
   double checksum_seconds = 0;
+  // Time with at least one read pending: bytes_read ÷ this is the rate storage delivered while
+  // zinf read from it, whether or not compute kept up.
+  double read_busy_seconds = 0;
 };
 
 // One extent's bytes, valid until Release(extent_idx). Tensors are at tensor.offset_in_extent.

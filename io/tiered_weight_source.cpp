@@ -177,6 +177,7 @@ WeightIoStats TieredWeightSource::stats() const {
   stats.extents_read = extents_read_;
   stats.read_wait_seconds = read_wait_seconds_;
   stats.checksum_seconds = checksum_seconds_;
+  stats.read_busy_seconds = reader_->busy_seconds();
   return stats;
 }
 
@@ -197,10 +198,7 @@ std::string TieredWeightSource::Describe() const {
                            slots_.size(), FormatMiB(staging_buffers_.front().size_bytes()));
   }
   return fmt::format("{}, {}, {}; {} resident ({})", streamed,
-                     reader_->direct_io() ? "O_DIRECT" : "buffered",
-                     !reader_->uses_io_uring()        ? "pread"
-                     : reader_->buffers_registered() ? "io_uring with registered buffers"
-                                                     : "io_uring",
+                     reader_->direct_io() ? "O_DIRECT" : "buffered", reader_->DescribeBackend(),
                      resident_buffers_.size(), FormatMiB(resident_bytes()));
 }
 
@@ -254,9 +252,14 @@ void TieredWeightSource::VerifyChecksum(const ExtentInfo& extent, const std::byt
   const uint64_t actual = XXH3_64bits(data, extent.size_bytes);
   checksum_seconds_ += SecondsSince(start);
   if (actual != extent.xxh3) {
-    Fail("checksum mismatch in {} of {} at offset {}: expected {:016x}, got {:016x}; the file is "
-         "corrupt — convert again",
-         DescribeExtent(extent), weights_file_, extent.offset, extent.xxh3, actual);
+    const std::string mismatch =
+        fmt::format("checksum mismatch in {} of {} at offset {}: expected {:016x}, got {:016x}",
+                    DescribeExtent(extent), weights_file_, extent.offset, extent.xxh3, actual);
+    // Bytes rewritten under a running zinf are not a corrupt checkpoint: say what happened.
+    if (std::optional<std::string> changed = reader_->FileChangedError(mismatch)) {
+      Fail("{}", *changed);
+    }
+    Fail("{}; the file is corrupt — convert again", mismatch);
   }
 }
 

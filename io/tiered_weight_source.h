@@ -38,6 +38,9 @@ struct TieredOptions {
 // Failure modes: construction throws zinf::Error for a bad extent table, a file shorter than its
 // extents, or a failed/corrupt resident read. Acquire throws zinf::Error naming the extent for an
 // I/O error, truncation or checksum mismatch; the source stays usable (the extent can be retried).
+// A short read or mismatch in a file truncated, rewritten or replaced since the source opened it
+// is reported as that ("… changed while zinf was running (size X → Y bytes) — rerun …"); either
+// way Acquire never returns bytes whose checksum does not match.
 // Acquiring twice without Release, releasing an extent not acquired, or acquiring more streamed
 // extents at once than there are staging buffers is a bug: ZINF_CHECK.
 class TieredWeightSource final : public WeightSource {
@@ -57,7 +60,8 @@ class TieredWeightSource final : public WeightSource {
   int num_staging_buffers() const { return static_cast<int>(slots_.size()); }
   uint64_t resident_bytes() const;
   // One line for start-up logs, e.g. "streamed 26 extents through 3 x 4.0 MiB buffers, O_DIRECT,
-  // io_uring with registered buffers; 2 resident (1.5 MiB)".
+  // io_uring with registered buffers; 2 resident (1.5 MiB)", or with "4 pread threads (io_uring
+  // unavailable: Operation not permitted)" in the middle when io_uring is not used.
   std::string Describe() const;
 
  private:

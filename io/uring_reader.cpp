@@ -1,4 +1,6 @@
-// UringReader: chunked io_uring reads with bounded queue depth, retries, and pread/buffered fallbacks.
+// UringReader: chunked reads with bounded queue depth through io_uring or the pread pool, reaped
+// and refilled on a completion thread; retries, buffered fallback, and blaming failures on a file
+// changed mid-run.
 #include "io/uring_reader.h"
 
 #include <fcntl.h>
@@ -10,16 +12,23 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "engine/error.h"
+#include "io/background_thread.h"
 
 namespace zinf::io {
 namespace {
 
 // io_uring refuses to register a single buffer above 1 GiB.
 constexpr uint64_t kMaxRegisteredBufferBytes = 1ull << 30;
+// A submit refused for want of kernel memory (-EAGAIN) or with completions backed up (-EBUSY) is
+// retried this often, a millisecond apart, before the reader gives up.
+constexpr int kSubmitRetries = 1000;
 
 int OpenOrFail(const std::string& path, int flags) {
   const int fd = open(path.c_str(), flags);
@@ -59,15 +68,28 @@ UringReader::UringReader(std::string path, std::vector<std::span<std::byte>> buf
     Fail("cannot stat weights file {}: {}", path_, std::strerror(error_number));
   }
   file_size_bytes_ = static_cast<uint64_t>(file_stat.st_size);
-  SetUpRing(options_);
+  identity_ = IdentityOf(file_stat);
+  try {
+    SetUpBackend();
+    StartCompletionThread();
+  } catch (...) {
+    if (ring_ != nullptr) io_uring_queue_exit(ring_.get());
+    pool_.reset();
+    close(fd_);
+    throw;
+  }
 }
 
 UringReader::~UringReader() {
+  // The kernel (or a pool thread) may still write into the caller's buffers: wait for every read
+  // before they go.
+  WaitUntilIdle();
+  StopCompletionThread();
   if (ring_ != nullptr) {
-    Drain();
     if (buffers_registered_) io_uring_unregister_buffers(ring_.get());
     io_uring_queue_exit(ring_.get());
   }
+  pool_.reset();  // joins its threads before the descriptors they read go
   if (fd_ >= 0) close(fd_);
   if (direct_fd_ >= 0) close(direct_fd_);
 }
@@ -86,25 +108,45 @@ void UringReader::OpenFile(bool direct) {
   direct_io_ = false;
 }
 
-void UringReader::SetUpRing(const ReaderOptions& options) {
-  if (!options.use_io_uring) return;
+void UringReader::SetUpBackend() {
+  const char* env = std::getenv(kIoBackendEnv);
+  const std::string_view forced = env != nullptr ? env : "";
+  if (!forced.empty() && forced != "auto" && forced != "pread" && forced != "io_uring") {
+    Fail("{}={}: not one of auto, io_uring, pread", kIoBackendEnv, forced);
+  }
+  if (forced == "pread") {
+    backend_reason_ = fmt::format("{}=pread", kIoBackendEnv);
+  } else if (!options_.use_io_uring && forced != "io_uring") {
+    backend_reason_ = "io_uring turned off by the caller";
+  } else if (!SetUpRing()) {
+    if (forced == "io_uring") {
+      Fail("{}=io_uring but io_uring is refused for weights file {} ({})", kIoBackendEnv, path_,
+           backend_reason_);
+    }
+    spdlog::warn("{} (disabled by sysctl or seccomp?); reading {} with {} pread threads",
+                 backend_reason_, path_, options_.pread_threads);
+  }
+  if (ring_ == nullptr) pool_ = std::make_unique<PreadPool>(options_.pread_threads);
+}
+
+bool UringReader::SetUpRing() {
   ring_ = std::make_unique<io_uring>();
   // No setup flags: SQPOLL would burn a core (and needs privileges on older kernels) for one
   // submission per MiB, and IOPOLL only works with O_DIRECT on polled NVMe queues, which would
-  // break the buffered fallback.
-  const int init_result = io_uring_queue_init(options.queue_depth, ring_.get(), 0);
+  // break the buffered fallback. The completion queue (twice the ring) always has room for every
+  // read in flight plus the destructor's wake-up, so it never overflows.
+  const int init_result = io_uring_queue_init(options_.queue_depth, ring_.get(), 0);
   if (init_result < 0) {
-    spdlog::warn("io_uring unavailable ({}; disabled by sysctl or seccomp?); reading {} with pread",
-                 std::strerror(-init_result), path_);
+    backend_reason_ = fmt::format("io_uring unavailable: {}", std::strerror(-init_result));
     ring_.reset();
-    return;
+    return false;
   }
   // Fixed buffers save the kernel pinning the pages on every read. Registration is refused above
   // 1 GiB per buffer and, without CAP_IPC_LOCK, beyond RLIMIT_MEMLOCK: then read unregistered.
   const bool all_fit = std::all_of(buffers_.begin(), buffers_.end(), [](const auto& buffer) {
     return buffer.size() <= kMaxRegisteredBufferBytes;
   });
-  if (buffers_.empty() || !all_fit) return;
+  if (buffers_.empty() || !all_fit) return true;
   std::vector<iovec> iovecs;
   for (const std::span<std::byte>& buffer : buffers_) {
     iovecs.push_back({buffer.data(), buffer.size()});
@@ -114,16 +156,99 @@ void UringReader::SetUpRing(const ReaderOptions& options) {
   if (register_result < 0) {
     spdlog::info("{}: io_uring buffer registration refused ({}); using unregistered reads", path_,
                  std::strerror(-register_result));
-    return;
+    return true;
   }
   buffers_registered_ = true;
+  return true;
+}
+
+void UringReader::StartCompletionThread() {
+  try {
+    completion_thread_ = StartBackgroundThread([this] { CompletionLoop(); });
+  } catch (const std::system_error& error) {
+    Fail("cannot start the thread that reaps reads of weights file {}: {}", path_, error.what());
+  }
+}
+
+void UringReader::StopCompletionThread() {
+  {
+    // A read with no chunk behind it is the signal to stop: a no-op on the ring, an empty read in
+    // the pool. Sent once every real read has completed, so it is the last completion.
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (pool_ != nullptr) {
+      pool_->Submit({-1, nullptr, 0, 0, nullptr});
+    } else if (!reaper_exited_) {
+      io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+      try {
+        if (sqe == nullptr) Fail("no free ring entry for the stop signal");
+        io_uring_prep_nop(sqe);
+        io_uring_sqe_set_data(sqe, nullptr);
+        FlushRing();
+      } catch (const Error& error) {
+        // Only after the ring failed as a whole. Joining would hang, and leaving would let the
+        // thread outlive the reader: neither is safe.
+        spdlog::critical("{}: cannot stop the completion thread: {}", path_, error.what());
+        std::abort();
+      }
+    }
+  }
+  completion_thread_.join();
+}
+
+bool UringReader::direct_io() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return direct_io_;
+}
+
+uint64_t UringReader::bytes_read() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_read_;
+}
+
+double UringReader::busy_seconds() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!busy_since_) return busy_seconds_;
+  return busy_seconds_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - *busy_since_).count();
+}
+
+void UringReader::NoteBusyState() {
+  const bool busy = in_flight_ > 0 || !queued_.empty();
+  if (busy && !busy_since_) {
+    busy_since_ = std::chrono::steady_clock::now();
+  } else if (!busy && busy_since_) {
+    busy_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *busy_since_).count();
+    busy_since_.reset();
+  }
+}
+
+std::string UringReader::DescribeBackend() const {
+  if (ring_ != nullptr) {
+    return buffers_registered_ ? "io_uring with registered buffers" : "io_uring";
+  }
+  return fmt::format("{} pread threads ({})", pool_->num_threads(), backend_reason_);
+}
+
+std::optional<std::string> UringReader::FileChangedError(const std::string& failure) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return ChangedError(failure);
+}
+
+std::optional<std::string> UringReader::ChangedError(const std::string& failure) const {
+  const std::optional<std::string> change = DescribeChange(path_, fd_, identity_);
+  if (!change) return std::nullopt;
+  return fmt::format("weights file {} changed while zinf was running ({}) — rerun once nothing "
+                     "writes it; {}",
+                     path_, *change, failure);
 }
 
 void UringReader::FallBackToBuffered(const std::string& reason) {
   if (!direct_io_) return;
   spdlog::info("{}: O_DIRECT read refused ({}); reading through the page cache", path_, reason);
+  const int buffered_fd = OpenOrFail(path_, O_RDONLY | O_CLOEXEC);
   direct_fd_ = fd_;  // reads in flight may still name it; closed in the destructor
-  fd_ = OpenOrFail(path_, O_RDONLY | O_CLOEXEC);
+  fd_ = buffered_fd;
   direct_io_ = false;
 }
 
@@ -136,44 +261,41 @@ ReadTicket UringReader::Submit(const ExtentInfo& extent, int buffer_idx) {
   ZINF_CHECK(extent.size_bytes <= extent.padded_bytes, "{}: size exceeds padded size",
              DescribeExtent(extent));
 
+  const std::lock_guard<std::mutex> lock(mutex_);
   const ReadTicket ticket = next_ticket_++;
   TicketState& state = tickets_[ticket];
   state.extent_label = DescribeExtent(extent);
   state.extent_offset = extent.offset;
   state.extent_end = extent.offset + extent.size_bytes;
-
-  std::vector<Chunk> chunks;
   for (uint64_t start = 0; start < extent.padded_bytes; start += options_.chunk_bytes) {
-    Chunk chunk;
-    chunk.ticket = ticket;
-    chunk.buffer_idx = buffer_idx;
-    chunk.dest = buffer.data() + start;
-    chunk.file_offset = extent.offset + start;
-    chunk.length = std::min(options_.chunk_bytes, extent.padded_bytes - start);
-    chunk.content_end = state.extent_end;
-    chunks.push_back(chunk);
+    auto chunk = std::make_unique<Chunk>();
+    chunk->ticket = ticket;
+    chunk->buffer_idx = buffer_idx;
+    chunk->dest = buffer.data() + start;
+    chunk->file_offset = extent.offset + start;
+    chunk->length = std::min(options_.chunk_bytes, extent.padded_bytes - start);
+    chunk->content_end = state.extent_end;
+    queued_.push_back(std::move(chunk));
+    ++state.chunks_left;
   }
-  state.chunks_left = chunks.size();
-
-  if (ring_ == nullptr) {
-    for (const Chunk& chunk : chunks) ReadSync(chunk);
-    return ticket;
-  }
-  for (const Chunk& chunk : chunks) queued_.push_back(std::make_unique<Chunk>(chunk));
+  NoteBusyState();
   SubmitQueued();
   return ticket;
 }
 
 void UringReader::WaitFor(ReadTicket ticket) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ZINF_CHECK(tickets_.contains(ticket), "read ticket {} unknown or already waited for", ticket);
+  progress_.wait(lock, [&] { return tickets_.at(ticket).chunks_left == 0 || broken_; });
   auto found = tickets_.find(ticket);
-  ZINF_CHECK(found != tickets_.end(), "read ticket {} unknown or already waited for", ticket);
-  while (found->second.chunks_left > 0) ReapOne();
+  if (found->second.chunks_left > 0) throw Error(*broken_);
   std::optional<std::string> error = std::move(found->second.error);
   tickets_.erase(found);
   if (error) throw Error(*error);
 }
 
 bool UringReader::IsDone(ReadTicket ticket) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
   auto found = tickets_.find(ticket);
   ZINF_CHECK(found != tickets_.end(), "read ticket {} unknown or already waited for", ticket);
   return found->second.chunks_left == 0;
@@ -207,11 +329,15 @@ UringReader::ChunkOutcome UringReader::OnResult(Chunk& chunk, int64_t result) {
   if (got_bytes == 0) {
     struct stat file_stat {};
     const uint64_t file_size = fstat(fd_, &file_stat) == 0 ? file_stat.st_size : chunk.file_offset;
-    state.error = fmt::format(
-        "weights file {} is truncated: {} needs bytes [{}, {}) but the file ends at byte {} (a "
-        "read at byte {} found its end); the file is incomplete — copy or convert it again",
-        path_, state.extent_label, state.extent_offset, state.extent_end, file_size,
-        chunk.file_offset);
+    const std::string found_end =
+        fmt::format("{} needs bytes [{}, {}) but the file ends at byte {} (a read at byte {} found "
+                    "its end)",
+                    state.extent_label, state.extent_offset, state.extent_end, file_size,
+                    chunk.file_offset);
+    // At open the file held every extent (the weight source checks), so usually it shrank since.
+    state.error = ChangedError(found_end).value_or(fmt::format(
+        "weights file {} is truncated: {}; the file is incomplete — copy or convert it again",
+        path_, found_end));
     return ChunkOutcome::kDone;
   }
   return ChunkOutcome::kRequeue;
@@ -223,16 +349,6 @@ void UringReader::FinishChunk(const Chunk& chunk) {
   --state.chunks_left;
 }
 
-void UringReader::ReadSync(Chunk chunk) {
-  while (true) {
-    chunk.sent_direct = direct_io_;
-    const ssize_t count = pread(fd_, chunk.dest, chunk.length, static_cast<off_t>(chunk.file_offset));
-    const int64_t result = count < 0 ? -static_cast<int64_t>(errno) : count;
-    if (OnResult(chunk, result) == ChunkOutcome::kDone) break;
-  }
-  FinishChunk(chunk);
-}
-
 void UringReader::SubmitQueued() {
   unsigned prepared = 0;
   while (in_flight_ < options_.queue_depth && !queued_.empty()) {
@@ -242,9 +358,18 @@ void UringReader::SubmitQueued() {
       queued_.pop_front();
       continue;
     }
+    next->sent_direct = direct_io_;
+    if (pool_ != nullptr) {
+      pool_->Submit({fd_, next->dest, next->length, next->file_offset, next.get()});
+      next.release();  // the pool's completion carries it back to OnCompletion
+      queued_.pop_front();
+      ++in_flight_;
+      continue;
+    }
+    // The ring has queue_depth entries and no more than that many reads fly, so one is free.
     io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-    if (sqe == nullptr) break;  // the ring is full; ReapOne submits the rest later
-    Chunk* chunk = queued_.front().release();
+    ZINF_CHECK(sqe != nullptr, "io_uring full with {} reads in flight", in_flight_);
+    Chunk* chunk = next.release();
     queued_.pop_front();
     const auto length = static_cast<unsigned>(chunk->length);
     if (buffers_registered_) {
@@ -253,60 +378,91 @@ void UringReader::SubmitQueued() {
     } else {
       io_uring_prep_read(sqe, fd_, chunk->dest, length, chunk->file_offset);
     }
-    chunk->sent_direct = direct_io_;
     io_uring_sqe_set_data(sqe, chunk);
     ++in_flight_;
     ++prepared;
   }
-  if (prepared == 0) return;
-  int submit_result = 0;
-  do {
-    submit_result = io_uring_submit(ring_.get());
-  } while (submit_result == -EINTR);
-  // -EAGAIN/-EBUSY leave the entries queued in the ring; io_uring_submit_and_wait sends them later.
-  if (submit_result < 0 && submit_result != -EAGAIN && submit_result != -EBUSY) {
-    Fail("io_uring submit for weights file {} failed: {}", path_, std::strerror(-submit_result));
-  }
+  if (prepared > 0) FlushRing();
 }
 
-void UringReader::ReapOne() {
-  ZINF_CHECK(in_flight_ > 0, "waiting on io_uring with nothing in flight");
-  int wait_result = io_uring_submit_and_wait(ring_.get(), 1);
-  if (wait_result == -EINTR) return;
-  io_uring_cqe* cqe = nullptr;
-  wait_result = io_uring_wait_cqe(ring_.get(), &cqe);
-  if (wait_result == -EINTR) return;
-  if (wait_result < 0) {
-    Fail("waiting for reads of weights file {} failed: {}", path_, std::strerror(-wait_result));
-  }
-  std::unique_ptr<Chunk> chunk(static_cast<Chunk*>(io_uring_cqe_get_data(cqe)));
-  const int64_t result = cqe->res;
-  io_uring_cqe_seen(ring_.get(), cqe);
-  --in_flight_;
-  if (OnResult(*chunk, result) == ChunkOutcome::kRequeue) {
-    queued_.push_front(std::move(chunk));  // first in line: it holds up its extent
-  } else {
-    FinishChunk(*chunk);
-  }
-  SubmitQueued();
-}
-
-void UringReader::Drain() {
-  // The kernel may still write into the caller's buffers: wait for every read before they go.
-  // Entries a refused submit left in the ring are sent first, or their completions never come.
-  io_uring_submit(ring_.get());
-  while (in_flight_ > 0) {
-    io_uring_cqe* cqe = nullptr;
-    const int wait_result = io_uring_wait_cqe(ring_.get(), &cqe);
-    if (wait_result == -EINTR) continue;
-    if (wait_result < 0) {
-      spdlog::error("{}: could not drain io_uring ({})", path_, std::strerror(-wait_result));
-      return;
+void UringReader::FlushRing() {
+  // The completion thread only waits for completions: entries left in the ring would never be
+  // sent, so a refused submit is retried here until the kernel takes them.
+  for (int attempt = 0;; ++attempt) {
+    const int submit_result = io_uring_submit(ring_.get());
+    if (submit_result >= 0 && io_uring_sq_ready(ring_.get()) == 0) return;
+    if (submit_result == -EINTR) continue;
+    if (submit_result < 0 && submit_result != -EAGAIN && submit_result != -EBUSY) {
+      Fail("io_uring submit for weights file {} failed: {}", path_, std::strerror(-submit_result));
     }
-    delete static_cast<Chunk*>(io_uring_cqe_get_data(cqe));
-    io_uring_cqe_seen(ring_.get(), cqe);
-    --in_flight_;
+    if (attempt == kSubmitRetries) {
+      Fail("io_uring submit for weights file {} kept being refused ({}) for {} tries", path_,
+           std::strerror(submit_result < 0 ? -submit_result : EAGAIN), kSubmitRetries);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+void UringReader::CompletionLoop() {
+  while (true) {
+    Chunk* chunk = nullptr;
+    int64_t result = 0;
+    if (ring_ != nullptr) {
+      io_uring_cqe* cqe = nullptr;
+      const int wait_result = io_uring_wait_cqe(ring_.get(), &cqe);
+      if (wait_result == -EINTR || wait_result == -EAGAIN) continue;
+      if (wait_result < 0) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        broken_ = fmt::format("waiting for reads of weights file {} failed: {}", path_,
+                              std::strerror(-wait_result));
+        reaper_exited_ = true;
+        progress_.notify_all();
+        return;
+      }
+      chunk = static_cast<Chunk*>(io_uring_cqe_get_data(cqe));
+      result = cqe->res;
+      io_uring_cqe_seen(ring_.get(), cqe);
+    } else {
+      const PreadCompletion completion = pool_->WaitOne();
+      chunk = static_cast<Chunk*>(completion.user_data);
+      result = completion.result;
+    }
+    if (chunk == nullptr) return;  // StopCompletionThread's signal
+    const std::lock_guard<std::mutex> lock(mutex_);
+    OnCompletion(std::unique_ptr<Chunk>(chunk), result);
+    progress_.notify_all();
+  }
+}
+
+void UringReader::OnCompletion(std::unique_ptr<Chunk> chunk, int64_t result) {
+  --in_flight_;
+  const ReadTicket ticket = chunk->ticket;
+  try {
+    if (OnResult(*chunk, result) == ChunkOutcome::kRequeue && !stopping_) {
+      queued_.push_front(std::move(chunk));  // first in line: it holds up its extent
+    } else {
+      FinishChunk(*chunk);
+    }
+  } catch (const std::exception& error) {  // e.g. the buffered fallback could not reopen the file
+    TicketState& state = tickets_.at(ticket);
+    if (!state.error) state.error = error.what();
+    if (chunk != nullptr) FinishChunk(*chunk);
+  }
+  try {
+    SubmitQueued();
+  } catch (const std::exception& error) {  // the ring itself failed: nothing more can be read
+    broken_ = error.what();
+  }
+  NoteBusyState();
+}
+
+void UringReader::WaitUntilIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  queued_.clear();  // never sent: nothing writes their buffers
+  progress_.wait(lock, [&] { return in_flight_ == 0 || reaper_exited_; });
+  // Only when the ring failed as a whole; the kernel holds the pages of O_DIRECT reads until they end.
+  if (in_flight_ > 0) spdlog::error("{}: {} reads still in flight at shutdown", path_, in_flight_);
 }
 
 }  // namespace zinf::io
