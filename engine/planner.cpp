@@ -8,36 +8,15 @@
 #include <optional>
 
 #include "engine/error.h"
+#include "engine/planner_detail.h"
 
 namespace zinf {
 
+using planner_detail::GiB;
+using planner_detail::ParameterCount;
+using planner_detail::ResidencyOrder;
+
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Sizes in the unit that keeps them readable: "1.59 GiB", "26.1 MiB", "512 KiB".
-std::string GiB(uint64_t bytes) {
-  if (bytes >= kGiB / 2) return fmt::format("{:.2f} GiB", bytes / kGiB);
-  if (bytes >= 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
-  return fmt::format("{} KiB", (bytes + 1023) / 1024);
-}
-
-// Order in which extents claim the DRAM left after the KV cache and activations. Per byte kept
-// resident, every extent saves the same disk time; but the largest streamed extent sets the size of
-// every staging buffer, so the largest extents go first. Among equals the embeddings lead (only a
-// few of their rows are used, yet streaming reads them whole), then file order, which keeps the
-// resident layers a contiguous prefix.
-std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
-  std::vector<size_t> order(extents.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (extents[a].padded_bytes != extents[b].padded_bytes) {
-      return extents[a].padded_bytes > extents[b].padded_bytes;
-    }
-    return extents[a].kind == ExtentKind::kEmbedding && extents[b].kind != ExtentKind::kEmbedding;
-  });
-  return order;
-}
 
 // The largest extent still streamed: the staging buffer size.
 uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
@@ -46,15 +25,6 @@ uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vect
     if (placement[i] == Tier::kNvme) largest = std::max(largest, extents[i].padded_bytes);
   }
   return largest;
-}
-
-double ParameterCount(const Checkpoint& checkpoint) {
-  double count = 0;
-  for (const ExtentInfo& extent : checkpoint.extents) {
-    if (extent.kind == ExtentKind::kEmbedding) continue;  // a lookup, not a matmul
-    for (const TensorInfo& tensor : extent.tensors) count += static_cast<double>(tensor.num_elements());
-  }
-  return count;
 }
 
 void Predict(const PlannerInputs& inputs, Plan& plan) {
@@ -116,9 +86,7 @@ uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload) {
 
 Plan MakePlan(const PlannerInputs& inputs) {
   ZINF_CHECK(inputs.checkpoint != nullptr, "planner without a checkpoint");
-  if (inputs.backend != BackendKind::kCpu) {
-    Fail("the planner has no device tier yet: plans are for --device cpu");
-  }
+  if (inputs.backend == BackendKind::kCuda) return MakeCudaPlan(inputs);
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const std::vector<ExtentInfo>& extents = checkpoint.extents;
   Plan plan;
@@ -238,6 +206,7 @@ BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
 }
 
 std::string Plan::Summary() const {
+  if (on_cuda) return CudaSummary(*this);
   const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
   const int resident = static_cast<int>(placement.size()) - streamed;
   std::string where =

@@ -24,8 +24,10 @@ enum class BackendKind : uint8_t { kCpu, kCuda };
 struct Bandwidths {
   double disk_read_gbps = 2.0;    // O_DIRECT sequential read of the weights file's device
   double dram_read_gbps = 20.0;   // all threads streaming from DRAM
-  double h2d_gbps = 25.0;         // pinned host → device copies (CUDA only)
+  double h2d_gbps = 25.0;         // pinned host → device copies (CUDA; PCIe 4.0 x16 ≈ 25)
   double compute_gflops = 100.0;  // dense matmul rate of the backend
+  double device_gbps = 3000.0;    // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
+  double device_tflops = 400.0;   // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
   bool measured = false;
 };
 
@@ -59,16 +61,23 @@ struct Plan {
   uint64_t activation_bytes = 0;
   uint64_t streamed_bytes_per_step = 0;
   bool offload_needed = false;
+  // CUDA plans: resident_bytes are in device memory; these are the rest.
+  uint64_t pinned_bytes = 0;         // DRAM-tier extents, page-locked, copied every step
+  uint64_t device_slot_bytes = 0;    // the ring of device weight slots the copies land in
+  uint64_t device_bytes = 0;         // device memory used: resident + slots + KV + activations
+  double h2d_seconds_per_step = 0;
   // Decode-step prediction: the step takes as long as the slowest of reading the streamed
   // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
   double io_seconds_per_step = 0;
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;
   double predicted_tokens_per_s = 0;
-  std::string bound;  // "disk", "memory" or "compute"
+  std::string bound;  // "disk", "memory" or "compute"; CUDA: "disk", "pcie", "hbm", "compute"
+  bool on_cuda = false;
 
   uint64_t total_dram_bytes() const {
-    return resident_bytes + staging_bytes + kv_bytes + activation_bytes;
+    return on_cuda ? pinned_bytes + staging_bytes
+                   : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
   }
   // One line for logs and bench output.
   std::string Summary() const;
@@ -76,6 +85,8 @@ struct Plan {
 
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);
+// The CUDA backend's plan (MakePlan dispatches here): engine/planner_cuda.cpp.
+Plan MakeCudaPlan(const PlannerInputs& inputs);
 
 // The memory use and prediction of a placement chosen elsewhere (--weights resident|stream), so
 // runs that override the planner still report how close they came to their bound.

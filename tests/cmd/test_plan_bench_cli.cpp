@@ -33,6 +33,28 @@ TEST_CASE("zinf plan explains every shipped config under a small and a large DRA
   CHECK(too_small.err.find("GiB") != std::string::npos);
 }
 
+TEST_CASE("zinf plan --device cuda plans every shipped config on two GPU machines") {
+  const std::string configs = std::string(ZINF_SOURCE_DIR) + "/configs";
+  for (const auto& entry : std::filesystem::directory_iterator(configs)) {
+    if (entry.path().extension() != ".json") continue;
+    for (const auto& [gpu, cpu] : {std::pair{"80G", "24G"}, std::pair{"16G", "128G"}}) {
+      INFO(entry.path().filename().string() << " on " << gpu << " GPU + " << cpu << " DRAM");
+      const CliResult result =
+          RunZinf({"plan", "--config", entry.path().string(), "--device", "cuda", "--gpu-mem",
+                   gpu, "--cpu-mem", cpu, "--batch-size", "auto", "--max-context", "1024"});
+      INFO(result.err);
+      REQUIRE(result.exit_code == 0);
+      CHECK(result.out.find("(auto)") != std::string::npos);
+      CHECK(result.out.find("device memory used") != std::string::npos);
+      CHECK(result.out.find("-bound") != std::string::npos);
+    }
+  }
+  const CliResult no_budget = RunZinf({"plan", "--config", configs + "/opt-30b.json", "--device",
+                                       "cuda"});
+  CHECK(no_budget.exit_code != 0);
+  CHECK(no_budget.err.find("--device cuda needs --gpu-mem") != std::string::npos);
+}
+
 TEST_CASE("zinf plan on a model that fits says offload is pointless") {
   const CliResult result = RunZinf({"plan", "--model", ConvertedStories260KDir()});
   INFO(result.err);

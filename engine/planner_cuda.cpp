@@ -1,0 +1,170 @@
+// MakeCudaPlan: three tiers. Device memory holds the KV cache, the activations and a ring of
+// weight slots first, then as many extents as fit resident; the other extents stream every step
+// over PCIe from page-locked DRAM, or from NVMe through pinned staging when DRAM is full too. A
+// decode step takes as long as the slowest of the disk, the PCIe link, device-memory reads and
+// the arithmetic, since copies into the slots overlap compute on the previous layer.
+#include <algorithm>
+#include <optional>
+
+#include "engine/error.h"
+#include "engine/planner.h"
+#include "engine/planner_detail.h"
+
+namespace zinf {
+
+namespace {
+
+using planner_detail::GiB;
+
+// The CUDA backend computes in bf16 / f16 and keeps its KV cache in bf16 (or int8).
+uint64_t DeviceKvBytes(const ModelConfig& config, const Workload& workload) {
+  Workload as_stored = workload;
+  if (as_stored.kv_dtype == DType::kF32) {
+    return KvCacheBytes(config, as_stored) / 2;  // 2-byte values
+  }
+  return KvCacheBytes(config, as_stored);
+}
+
+uint64_t LargestIn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
+                   bool (*moved)(Tier)) {
+  uint64_t largest = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (moved(placement[i])) largest = std::max(largest, extents[i].padded_bytes);
+  }
+  return largest;
+}
+
+bool NotOnDevice(Tier tier) { return tier != Tier::kDevice; }
+bool OnNvme(Tier tier) { return tier == Tier::kNvme; }
+
+void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const Bandwidths& bw = inputs.bandwidths;
+  const int batch = std::max(inputs.workload.batch_size, 1);
+  plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
+  const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
+  plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
+  plan.memory_seconds_per_step =
+      (checkpoint.total_bytes() + static_cast<double>(plan.kv_bytes)) / (bw.device_gbps * 1e9);
+  plan.compute_seconds_per_step =
+      2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
+  const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
+                          plan.memory_seconds_per_step, plan.compute_seconds_per_step};
+  const char* names[] = {"disk", "pcie", "hbm", "compute"};
+  const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
+  plan.bound = names[slowest];
+  const double step = parts[slowest];
+  plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
+}
+
+}  // namespace
+
+Plan MakeCudaPlan(const PlannerInputs& inputs) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const std::vector<ExtentInfo>& extents = checkpoint.extents;
+  if (inputs.gpu_mem_bytes == 0) Fail("a CUDA plan needs --gpu-mem (device memory to use)");
+  Plan plan;
+  plan.on_cuda = true;
+  plan.kv_tier = Tier::kDevice;
+  plan.kv_bytes = DeviceKvBytes(checkpoint.config, inputs.workload);
+  plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
+  const uint64_t device_fixed = plan.kv_bytes + plan.activation_bytes;
+  if (device_fixed + checkpoint.total_bytes() <= inputs.gpu_mem_bytes) {
+    plan.placement.assign(extents.size(), Tier::kDevice);
+    plan.resident_bytes = checkpoint.total_bytes();
+    plan.device_bytes = device_fixed + plan.resident_bytes;
+    PredictCuda(inputs, plan);
+    return plan;  // everything fits the device: offload is pointless
+  }
+
+  // For each depth, fill the device (after the KV cache, activations and depth + 1 slots sized to
+  // the largest extent still moved), then DRAM (after the NVMe staging ring), then NVMe; keep the
+  // depth whose plan predicts the most tokens/s.
+  plan.offload_needed = true;
+  const std::vector<size_t> order = planner_detail::ResidencyOrder(extents);
+  std::optional<Plan> best;
+  for (int depth = std::max(inputs.max_prefetch_depth, 1); depth >= 1; --depth) {
+    const uint64_t slots = depth + 1;
+    std::vector<Tier> placement(extents.size(), Tier::kDram);
+    uint64_t resident = 0;
+    auto device_fits = [&](uint64_t resident_bytes) {
+      return device_fixed + resident_bytes +
+                 slots * LargestIn(extents, placement, NotOnDevice) <= inputs.gpu_mem_bytes;
+    };
+    for (size_t idx : order) {
+      placement[idx] = Tier::kDevice;
+      if (device_fits(resident + extents[idx].padded_bytes)) {
+        resident += extents[idx].padded_bytes;
+      } else {
+        placement[idx] = Tier::kDram;
+      }
+    }
+    if (!device_fits(resident)) continue;
+    uint64_t pinned = 0;
+    for (size_t idx : order) {
+      if (placement[idx] == Tier::kDevice) continue;
+      placement[idx] = Tier::kNvme;  // until DRAM is shown to hold it and the staging it leaves
+    }
+    auto host_fits = [&](uint64_t pinned_bytes) {
+      return pinned_bytes + slots * LargestIn(extents, placement, OnNvme) <= inputs.cpu_mem_bytes;
+    };
+    for (size_t idx : order) {
+      if (placement[idx] != Tier::kNvme) continue;
+      placement[idx] = Tier::kDram;
+      if (host_fits(pinned + extents[idx].padded_bytes)) {
+        pinned += extents[idx].padded_bytes;
+      } else {
+        placement[idx] = Tier::kNvme;
+      }
+    }
+    if (!host_fits(pinned)) continue;
+    Plan candidate = plan;
+    candidate.placement = placement;
+    candidate.prefetch_depth = depth;
+    candidate.resident_bytes = resident;
+    candidate.pinned_bytes = pinned;
+    candidate.device_slot_bytes = slots * LargestIn(extents, placement, NotOnDevice);
+    candidate.device_bytes = device_fixed + resident + candidate.device_slot_bytes;
+    candidate.staging_buffer_bytes = LargestIn(extents, placement, OnNvme);
+    candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
+    candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
+    for (size_t i = 0; i < extents.size(); ++i) {
+      if (placement[i] == Tier::kNvme) candidate.streamed_bytes_per_step += extents[i].padded_bytes;
+    }
+    PredictCuda(inputs, candidate);
+    if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) best = candidate;
+  }
+  if (best) return *best;
+  const uint64_t largest = checkpoint.max_extent_padded_bytes();
+  Fail("--gpu-mem {} is too small: the device needs at least {} — KV cache {} (batch {} × context "
+       "{}) + activations {} + two weight slots of {} (the largest extent); lower --batch-size or "
+       "--max-context, or raise --gpu-mem (or, with too little --cpu-mem {} for pinned staging, "
+       "raise that)",
+       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(plan.kv_bytes),
+       inputs.workload.batch_size, inputs.workload.max_context, GiB(plan.activation_bytes),
+       GiB(largest), GiB(inputs.cpu_mem_bytes));
+}
+
+std::string CudaSummary(const Plan& plan) {
+  const auto count = [&](Tier tier) {
+    return std::count(plan.placement.begin(), plan.placement.end(), tier);
+  };
+  const std::string where =
+      plan.offload_needed
+          ? fmt::format("{} extents in device memory ({}), {} in pinned DRAM ({}), {} streamed "
+                        "from NVMe ({} per step); {} device slots of {} (prefetch depth {})",
+                        count(Tier::kDevice), GiB(plan.resident_bytes), count(Tier::kDram),
+                        GiB(plan.pinned_bytes), count(Tier::kNvme),
+                        GiB(plan.streamed_bytes_per_step), plan.prefetch_depth + 1,
+                        GiB(plan.device_slot_bytes / std::max(plan.prefetch_depth + 1, 1)),
+                        plan.prefetch_depth)
+          : fmt::format("all {} extents in device memory ({}); the model fits, so nothing is "
+                        "offloaded",
+                        plan.placement.size(), GiB(plan.resident_bytes));
+  return fmt::format("plan: {}; KV cache {} on the device; device memory used {}, DRAM used {}; "
+                     "predicted {:.1f} tok/s ({}-bound)",
+                     where, GiB(plan.kv_bytes), GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
+                     plan.predicted_tokens_per_s, plan.bound);
+}
+
+}  // namespace zinf
