@@ -29,6 +29,8 @@ const char* TorchDTypeName(DType dtype) {
     case DType::kF32: return "float32";
     case DType::kF16: return "float16";
     case DType::kBF16: return "bfloat16";
+    case DType::kI8:
+    case DType::kQ4: break;  // random checkpoints stand for Hugging Face files: float only
   }
   return "?";
 }
