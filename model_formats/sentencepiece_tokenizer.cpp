@@ -4,6 +4,8 @@
 #include <sentencepiece_processor.h>
 
 #include "engine/error.h"
+#include "model_formats/output_file.h"
+#include "model_formats/sentencepiece_pieces.h"
 
 namespace zinf::formats {
 
@@ -13,7 +15,9 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, bo
       processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()),
       add_bos_(add_bos),
       add_eos_(add_eos) {
-  const sentencepiece::util::Status status = processor_->Load(model_path);
+  const std::string model_proto = ReadTextFile(model_path);
+  CheckSentencePiecePieces(model_proto, model_path);
+  const sentencepiece::util::Status status = processor_->LoadFromSerializedProto(model_proto);
   if (!status.ok()) {
     Fail("tokenizer '{}': cannot load SentencePiece model: {}", model_path, status.ToString());
   }

@@ -12,6 +12,7 @@
 #include "model_formats/json_depth.h"
 #include "model_formats/manifest_json.h"
 #include "model_formats/safetensors.h"
+#include "model_formats/tokenizer_loader.h"
 #include "tests/support/random_checkpoint.h"
 
 namespace zinf::formats {
@@ -49,6 +50,25 @@ std::string TokenizerError(const std::string& path) {
   }
   FAIL("no error for " << path);
   return "";
+}
+
+// libFuzzer prints crash inputs in base64.
+std::string Base64Decode(const std::string& text) {
+  const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      bytes.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -117,6 +137,18 @@ TEST_CASE("fuzz: JSON nested deeper than 128 levels is refused before parsing",
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": )" + deep + "}");
   CHECK_THAT(TokenizerError(tokenizer),
              Contains("tokenizer.json") && Contains("nested deeper than 128"));
+}
+
+TEST_CASE("fuzz: a tokenizer.model piece starting with a NUL byte is refused, not an abort",
+          "[fuzz_regression]") {
+  // tokenizer_model's crash input: a unigram model whose fourth piece is "\0\0\0>0>". The
+  // library's trie builder throws through code that cannot pass it on, and the process aborted.
+  const std::string crash = Base64Decode(
+      "Cg4KBTx1bms+FQAAAAAYAgoMCgM8cz4VAAAAABgDCg0KBDwvcz4VAAAAABgDCg8KBgAAAD4wPhUAAAAAGG4=");
+  const std::string path =
+      WriteFile(testing::MakeTempDir("fuzz-spm") + "/tokenizer.model", crash);
+  CHECK_THROWS_WITH(LoadSentencePieceTokenizer(path, true, false),
+                    Contains(path) && Contains("piece 3 is text with a NUL byte"));
 }
 
 }  // namespace zinf::formats
