@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# zinf vs llama.cpp on the CPU, side by side in one run, same weights, same thread count (issue #9).
+#
+# For each shape (110M: dim 768, 12 layers, FFN 2048, vocab 32000; 1B: TinyLlama-1.1B's shape) it
+# writes a synthetic zinf checkpoint once (deterministic pseudo-random weights, cached), converts it to
+# an F32 GGUF with bench/zinf_to_gguf.py (same numbers, q/k rows permuted to llama.cpp's RoPE layout),
+# then runs llama-bench (tg64 = batch-1 decode, pp128 = 128-token prefill) and zinf bench (batch 1,
+# 1-token prompt + 64 new tokens for decode; 128-token prompts + 1 new token for prefill), resident
+# weights, interleaved so that machine noise hits both. Int8 rows compare `zinf convert --dtype int8`
+# with llama-quantize's Q8_0 of the same F32 GGUF; they are skipped when zinf refuses int8.
+# It also measures the DRAM read bandwidth with all cores (a small C program compiled to a temporary
+# directory) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
+# (every matrix once, plus one embedding row; KV-cache reads are left out, small at 64 tokens).
+#
+# llama.cpp is not part of zinf and is not built here: build it yourself from its public source (CPU,
+# Release, -DGGML_NATIVE=ON) and give the directory holding llama-bench and llama-quantize.
+#
+# Usage: bench/vs_llamacpp.sh [LLAMACPP_BIN] [options]      (or LLAMACPP_BIN=... in the environment)
+#   --shapes 110m,1b   --dtypes f32,int8   --threads N (default: nproc)   --repeat N (default 3)
+#   --seed N (default 1)   --out FILE.md (also write the report there)   --fresh (rebuild the cache)
+# Environment: ZINF_BUILD_DIR (default build/), ZINF_BENCH_DIR (cache; default $ZINF_BUILD_DIR/bench-work),
+#   ZINF_DRAM_GBPS (skip the bandwidth measurement and use this figure).
+# Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${ZINF_BUILD_DIR:-$root/build}
+
+llamacpp_bin=${LLAMACPP_BIN:-}
+shapes=110m,1b
+dtypes=f32,int8
+threads=$(nproc)
+repeat=3
+seed=1
+out_file=
+fresh=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shapes) shapes=$2; shift 2 ;;
+    --dtypes) dtypes=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --out) out_file=$2; shift 2 ;;
+    --fresh) fresh=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "vs_llamacpp.sh: unknown option $1" >&2; exit 1 ;;
+    *) llamacpp_bin=$1; shift ;;
+  esac
+done
+
+if [ -z "$llamacpp_bin" ]; then
+  echo "skipped: no llama.cpp binary directory given (pass it as the first argument or set LLAMACPP_BIN" \
+       "to the directory holding llama-bench and llama-quantize, built from llama.cpp's public source)"
+  exit 0
+fi
+if [ ! -x "$llamacpp_bin/llama-bench" ]; then
+  echo "skipped: $llamacpp_bin/llama-bench not found or not executable"
+  exit 0
+fi
+
+[ -x "$build_dir/zinf" ] || "$root/scripts/build"
+zinf="$build_dir/zinf"
+work=${ZINF_BENCH_DIR:-$build_dir/bench-work}/vs_llamacpp
+mkdir -p "$work"
+py="python3"
+log="$work/run.log"
+: > "$log"
+note() { echo "$*" >&2; echo "$*" >> "$log"; }
+
+# ------------------------------------------------------------------ DRAM read bandwidth, all cores
+measure_bandwidth() {
+  local tmp
+  tmp=$(mktemp -d /tmp/zinf-membw.XXXXXX)
+  cat > "$tmp/membw.c" <<'EOF'
+// Read bandwidth: every thread sums 64-bit words of its own slice of a buffer far larger than the
+// last-level cache (first-touched by that thread); best of the repetitions, slowest thread's time.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define REPS 12
+static size_t words_per_thread;
+static int nthreads;
+static uint64_t **slices;
+static double times[64][REPS];
+static uint64_t sink[64 * 8];
+static pthread_barrier_t barrier;
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static void *worker(void *arg) {
+  int id = (int)(intptr_t)arg;
+  uint64_t *p = aligned_alloc(4096, words_per_thread * 8);
+  for (size_t i = 0; i < words_per_thread; ++i) p[i] = i * 2654435761u + id;
+  slices[id] = p;
+  uint64_t acc = 0;
+  for (int r = 0; r < REPS; ++r) {
+    pthread_barrier_wait(&barrier);
+    double t0 = now();
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < words_per_thread; i += 4) {
+      s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3];
+    }
+    acc += s0 ^ s1 ^ s2 ^ s3;
+    times[id][r] = now() - t0;
+  }
+  sink[id * 8] = acc;
+  return NULL;
+}
+int main(int argc, char **argv) {
+  nthreads = argc > 1 ? atoi(argv[1]) : 1;
+  size_t total_mib = argc > 2 ? (size_t)atoi(argv[2]) : 1024;
+  if (nthreads < 1 || nthreads > 64) return 1;
+  words_per_thread = (total_mib << 20) / 8 / nthreads / 4 * 4;
+  slices = calloc(nthreads, sizeof *slices);
+  pthread_barrier_init(&barrier, NULL, nthreads);
+  pthread_t th[64];
+  for (int i = 0; i < nthreads; ++i) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+  for (int i = 0; i < nthreads; ++i) pthread_join(th[i], NULL);
+  double best = 0;
+  for (int r = 1; r < REPS; ++r) {  // repetition 0 is a warm-up
+    double slowest = 0;
+    for (int i = 0; i < nthreads; ++i) if (times[i][r] > slowest) slowest = times[i][r];
+    double gbps = (double)words_per_thread * 8 * nthreads / slowest / 1e9;
+    if (gbps > best) best = gbps;
+  }
+  printf("%.2f\n", best);
+  return sink[0] == 42;  // keeps the sums alive
+}
+EOF
+  cc -O3 -march=native -pthread -o "$tmp/membw" "$tmp/membw.c"
+  "$tmp/membw" "$threads" 2048
+  rm -rf "$tmp"
+}
+
+if [ -n "${ZINF_DRAM_GBPS:-}" ]; then
+  dram_gbps=$ZINF_DRAM_GBPS
+  note "DRAM read bandwidth: $dram_gbps GB/s (from ZINF_DRAM_GBPS)"
+else
+  dram_gbps=$(measure_bandwidth)
+  note "DRAM read bandwidth, $threads threads: $dram_gbps GB/s"
+fi
+
+# ------------------------------------------------------------------ checkpoints
+config_of() {
+  case "$1" in
+    110m) echo "$root/bench/configs/llama-110m.json" ;;
+    1b) echo "$root/bench/configs/tinyllama-1.1b.json" ;;
+    *) echo "vs_llamacpp.sh: unknown shape $1 (110m, 1b)" >&2; exit 1 ;;
+  esac
+}
+
+# zinf checkpoint of a shape and dtype; prints its directory, or nothing when zinf refuses the dtype.
+zinf_checkpoint() {
+  local shape=$1 dtype=$2 dir="$work/$1-$2-seed$seed.zinf"
+  if [ "$fresh" = 1 ] || [ ! -f "$dir/manifest.json" ]; then
+    if ! "$zinf" convert --synthetic "$(config_of "$shape")" "$dir" --dtype "$dtype" --seed "$seed" \
+        --force >> "$log" 2>&1; then
+      note "zinf convert --dtype $dtype refused for $shape (see $log)"
+      rm -rf "$dir"
+      return 0
+    fi
+  fi
+  echo "$dir"
+}
+
+# GGUF of a shape: F32 from the f32 checkpoint; Q8_0 by llama-quantize from the F32 GGUF.
+gguf_file() {
+  local shape=$1 type=$2 f32="$work/$1-seed$seed-F32.gguf"
+  if [ "$fresh" = 1 ] || [ ! -f "$f32" ] || [ "$f32" -ot "$work/$shape-f32-seed$seed.zinf/manifest.json" ]; then
+    "$py" "$root/bench/zinf_to_gguf.py" convert "$work/$shape-f32-seed$seed.zinf" "$f32" >> "$log" 2>&1
+  fi
+  if [ "$type" = F32 ]; then echo "$f32"; return; fi
+  local q="$work/$shape-seed$seed-$type.gguf"
+  if [ "$fresh" = 1 ] || [ ! -f "$q" ] || [ "$q" -ot "$f32" ]; then
+    "$llamacpp_bin/llama-quantize" "$f32" "$q" "$type" "$threads" >> "$log" 2>&1
+  fi
+  echo "$q"
+}
+
+# Weight bytes read per decoded token: every tensor once except the embedding, of which one row.
+bytes_per_token() {  # zinf DIR | gguf FILE
+  "$py" - "$root/bench" "$1" "$2" <<'EOF'
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import zinf_to_gguf as g
+kind, path = sys.argv[2], sys.argv[3]
+total = 0
+if kind == "zinf":
+    man = json.load(open(os.path.join(path, "manifest.json")))
+    for ext in man["extents"]:
+        for t in ext["tensors"]:
+            n = t["size_bytes"]
+            total += n // t["shape"][0] if t["name"] == "token_embed" else n
+else:
+    r = g.Reader(path)
+    for name, (dims, gtype, off) in r.tensors.items():
+        block, nbytes, _ = g.GGML_TYPES[gtype]
+        n = 1
+        for d in dims:
+            n *= d
+        size = n // block * nbytes
+        total += size // dims[1] if name == "token_embd.weight" else size
+print(total)
+EOF
+}
+
+# ------------------------------------------------------------------ runs
+llama_bench() {  # GGUF -> "pp_tok_s pp_sd tg_tok_s tg_sd"
+  local json="$work/llama-bench.json"
+  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128 -n 64 -r "$repeat" -o json \
+    > "$json" 2>> "$log"
+  cat "$json" >> "$log"
+  "$py" - "$json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+pp = next(r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0)
+tg = next(r for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0)
+print(pp["avg_ts"], pp["stddev_ts"], tg["avg_ts"], tg["stddev_ts"])
+print(rows[0].get("build_commit", "?"), rows[0].get("cpu_info", "?"), file=open(sys.argv[1] + ".info", "w"))
+EOF
+}
+
+zinf_bench() {  # DIR -> "pp_tok_s pp_sd tg_tok_s tg_sd"
+  local dj="$work/zinf-decode.json" pj="$work/zinf-prefill.json"
+  "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
+    --batch-size 1 --prompt-len 1 --gen-len 64 --json "$dj" >> "$log" 2>&1
+  "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
+    --batch-size 1 --prompt-len 128 --gen-len 1 --json "$pj" >> "$log" 2>&1
+  "$py" - "$dj" "$pj" <<'EOF'
+import json, sys
+d, p = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
+print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], d["decode_tok_s"]["mean"], d["decode_tok_s"]["sd"])
+EOF
+}
+
+rows="$work/rows.tsv"
+: > "$rows"
+IFS=, read -ra shape_list <<< "$shapes"
+IFS=, read -ra dtype_list <<< "$dtypes"
+for shape in "${shape_list[@]}"; do
+  f32_dir=$(zinf_checkpoint "$shape" f32)
+  [ -n "$f32_dir" ] || { echo "vs_llamacpp.sh: zinf convert --synthetic failed for $shape (see $log)" >&2; exit 1; }
+  for dtype in "${dtype_list[@]}"; do
+    case "$dtype" in
+      f32) zdir=$f32_dir; gtype=F32; label="f32 vs F32" ;;
+      int8) zdir=$(zinf_checkpoint "$shape" int8); gtype=Q8_0; label="int8 vs Q8_0" ;;
+      *) echo "vs_llamacpp.sh: unknown dtype $dtype (f32, int8)" >&2; exit 1 ;;
+    esac
+    if [ -z "$zdir" ]; then
+      note "skipped: $shape $label (zinf convert --dtype $dtype refused)"
+      printf '%s\t%s\tskipped\t-\t-\t-\t-\n' "$shape" "$label" >> "$rows"
+      continue
+    fi
+    gguf=$(gguf_file "$shape" "$gtype")
+    zbytes=$(bytes_per_token zinf "$zdir")
+    lbytes=$(bytes_per_token gguf "$gguf")
+    note "$shape $label: llama-bench on $(basename "$gguf")"
+    res=$(llama_bench "$gguf"); read -r l_pp l_pp_sd l_tg l_tg_sd <<< "$res"
+    note "$shape $label: zinf bench on $(basename "$zdir")"
+    res=$(zinf_bench "$zdir"); read -r z_pp z_pp_sd z_tg z_tg_sd <<< "$res"
+    printf '%s\t%s\ttg64\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd" \
+      "$zbytes" "$lbytes" >> "$rows"
+    printf '%s\t%s\tpp128\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd" \
+      "$zbytes" "$lbytes" >> "$rows"
+  done
+done
+
+# ------------------------------------------------------------------ report
+llama_commit=${LLAMACPP_COMMIT:-$(cut -d' ' -f1 "$work/llama-bench.json.info" 2>/dev/null || echo unknown)}
+export VS_ZINF_VERSION="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
+export VS_LLAMA_COMMIT="$llama_commit"
+export VS_CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+export VS_SIMD="$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+export VS_L3="$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)"
+export VS_LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
+report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" <<'EOF'
+import os, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+bw, threads, repeat = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4]
+l3 = int(os.environ["VS_L3"] or 0)
+print("zinf %s vs llama.cpp %s; %s threads, %s repeats"
+      % (os.environ["VS_ZINF_VERSION"], os.environ["VS_LLAMA_COMMIT"], threads, repeat))
+print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, 2 GiB buffer) %.1f GB/s; "
+      "load average at the end %s" % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2",
+                                      l3 >> 20, threads, bw / 1e9, os.environ["VS_LOAD"]))
+print()
+print("| shape | dtype | test | zinf tok/s | llama.cpp tok/s | zinf / llama.cpp "
+      "| bound tok/s (zinf bytes/token) | zinf % of bound | llama.cpp % of bound |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+notes = set()
+for shape, label, test, *rest in rows:
+    if test == "skipped":
+        print("| %s | %s | - | skipped | | | | | |" % (shape, label))
+        continue
+    z, zsd, l, lsd, zb, lb = (float(x) for x in rest)
+    cells = [shape, label, test, "%.2f ± %.2f" % (z, zsd), "%.2f ± %.2f" % (l, lsd), "%.2f" % (z / l)]
+    if test == "tg64":
+        zbound, lbound = bw / zb, bw / lb
+        mark = ""
+        if l3 and zb < l3:
+            mark = " *"
+            notes.add("* the weights read per token fit in the L3 cache: the DRAM bound understates "
+                      "what is possible")
+        cells += ["%.1f (%.0f MB)%s" % (zbound, zb / 1e6, mark), "%.0f%%" % (100 * z / zbound),
+                  "%.0f%%" % (100 * l / lbound)]
+    else:
+        cells += ["n/a", "n/a", "n/a"]
+    print("| " + " | ".join(cells) + " |")
+for n in sorted(notes):
+    print()
+    print(n)
+EOF
+)
+echo "$report"
+[ -z "$out_file" ] || echo "$report" > "$out_file"
