@@ -6,6 +6,7 @@
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
+#include "tests/support/shipped_config.h"
 
 namespace zinf {
 
@@ -14,13 +15,7 @@ namespace {
 constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 
 Checkpoint ShippedConfig(const std::string& name) {
-  Checkpoint checkpoint;
-  checkpoint.config =
-      formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/configs/" + name + ".json");
-  checkpoint.dtype = DType::kF16;
-  checkpoint.extents =
-      formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), checkpoint.dtype);
-  return checkpoint;
+  return testing::ShippedConfigCheckpoint(name);
 }
 
 PlannerInputs Inputs(const Checkpoint& checkpoint, uint64_t cpu_mem) {
