@@ -225,12 +225,14 @@ print(rows[0].get("build_commit", "?"), rows[0].get("cpu_info", "?"), file=open(
 EOF
 }
 
+# Each repeat is a fresh session (weights loaded again) running its prompts one at a time: 2 x 64
+# new tokens for decode, 4 x 128-token prompts for prefill (llama-bench times one each).
 zinf_bench() {  # DIR -> "pp_tok_s pp_sd tg_tok_s tg_sd"
   local dj="$work/zinf-decode.json" pj="$work/zinf-prefill.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
-    --batch-size 1 --prompt-len 1 --gen-len 64 --json "$dj" >> "$log" 2>&1
+    --batch-size 1 --prompt-len 1 --gen-len 64 --num-prompts 2 --json "$dj" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
-    --batch-size 1 --prompt-len 128 --gen-len 1 --json "$pj" >> "$log" 2>&1
+    --batch-size 1 --prompt-len 128 --gen-len 1 --num-prompts 4 --json "$pj" >> "$log" 2>&1
   "$py" - "$dj" "$pj" <<'EOF'
 import json, sys
 d, p = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
