@@ -250,12 +250,19 @@ for shape in "${shape_list[@]}"; do
   for dtype in "${dtype_list[@]}"; do
     case "$dtype" in
       f32) zdir=$f32_dir; gtype=F32; label="f32 vs F32" ;;
-      int8) zdir=$(zinf_checkpoint "$shape" int8); gtype=Q8_0; label="int8 vs Q8_0" ;;
+      int8)
+        gtype=Q8_0; label="int8 vs Q8_0"
+        if [ ! -x "$llamacpp_bin/llama-quantize" ]; then
+          note "skipped: $shape $label (no $llamacpp_bin/llama-quantize to make the Q8_0 GGUF)"
+          printf '%s\t%s\tskipped\n' "$shape" "$label" >> "$rows"
+          continue
+        fi
+        zdir=$(zinf_checkpoint "$shape" int8) ;;
       *) echo "vs_llamacpp.sh: unknown dtype $dtype (f32, int8)" >&2; exit 1 ;;
     esac
     if [ -z "$zdir" ]; then
       note "skipped: $shape $label (zinf convert --dtype $dtype refused)"
-      printf '%s\t%s\tskipped\t-\t-\t-\t-\n' "$shape" "$label" >> "$rows"
+      printf '%s\t%s\tskipped\n' "$shape" "$label" >> "$rows"
       continue
     fi
     gguf=$(gguf_file "$shape" "$gtype")
@@ -274,12 +281,14 @@ done
 
 # ------------------------------------------------------------------ report
 llama_commit=${LLAMACPP_COMMIT:-$(cut -d' ' -f1 "$work/llama-bench.json.info" 2>/dev/null || echo unknown)}
-export VS_ZINF_VERSION="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
-export VS_LLAMA_COMMIT="$llama_commit"
-export VS_CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-export VS_SIMD="$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-export VS_L3="$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)"
-export VS_LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
+zinf_build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+VS_ZINF_VERSION="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown) (build ${zinf_build_type:-unknown})"
+VS_LLAMA_COMMIT=$llama_commit
+VS_CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+VS_SIMD=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
+VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)
+VS_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+export VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
 report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" <<'EOF'
 import os, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
