@@ -33,6 +33,7 @@ struct BenchOptions {
   int threads = 0;
   std::string kv_dtype = "f32";
   std::string cpu_mem;
+  DeviceChoice device;
   std::string csv_path, json_path, plot_path;
 };
 
@@ -193,6 +194,7 @@ void RunBench(const BenchOptions& options) {
               session.prefetch_depth = depth;
               session.cpu_mem = options.cpu_mem;
               session.kv_dtype = options.kv_dtype;
+              session.device = options.device;
               const int count = options.num_prompts > 0 ? options.num_prompts : std::max(batch, 16);
               session.max_auto_batch = count;  // more slots than prompts would sit idle
               const std::vector<Request> requests =
@@ -244,6 +246,7 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
       ->capture_default_str();
   command->add_option("--cpu-mem", options->cpu_mem, "DRAM budget for the planner (auto weights)");
+  AddDeviceOptions(command, options->device);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");
   command->add_option("--plot", options->plot_path, "throughput vs batch size, .svg or .png");

@@ -7,6 +7,8 @@
 
 #include "cmd/byte_size.h"
 #include "cmd/calibration.h"
+#include "cuda/cuda_backend.h"
+#include "engine/cpu_backend.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -29,6 +31,18 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
 }
 
 }  // namespace
+
+void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
+  command->add_option("--device", choice.device, "cpu, or cuda (weights resident in GPU memory)")
+      ->capture_default_str();
+  command->add_option("--gpu", choice.gpu, "CUDA device index")->capture_default_str();
+  command->add_option("--gpu-compute", choice.gpu_compute,
+                      "what f32 weights are multiplied in on the GPU: bf16 or f32 (f16/bf16 "
+                      "checkpoints use their own type; products accumulate in f32)")
+      ->capture_default_str();
+  command->add_option("--gpu-mem", choice.gpu_mem,
+                      "GPU memory budget, e.g. 70G (default: whatever the device has free)");
+}
 
 int ParseBatchSize(const std::string& text) {
   if (text == "auto") return 0;
@@ -54,6 +68,9 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   }
   limits_.kv_dtype = options.kv_dtype == "int8" ? DType::kI8 : DType::kF32;
 
+  if (options.device.device != "cpu" && options.device.device != "cuda") {
+    Fail("--device: '{}' is not one of cpu, cuda", options.device.device);
+  }
   PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
   bandwidths_ = inputs.bandwidths;
   if (options.batch_size == 0) {
@@ -62,6 +79,10 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     limits_.max_sequences = choice.batch_size;
     limits_.max_tokens_per_step = std::max(options.step_tokens, choice.batch_size);
     inputs = InputsFor(checkpoint, options, limits_);
+  }
+  if (options.device.device == "cuda") {
+    OpenCuda(checkpoint, options, inputs);
+    return;
   }
   if (options.weights == "auto") {
     plan_ = MakePlan(inputs);
@@ -76,7 +97,14 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
   }
   spdlog::info("{}", plan_.Summary());
+  OpenWeights(checkpoint, options);
+  const int threads = options.threads > 0 ? options.threads
+                                          : static_cast<int>(std::thread::hardware_concurrency());
+  backend_ = std::make_unique<CpuBackend>(threads);
+  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
+}
 
+void EngineSession::OpenWeights(const Checkpoint& checkpoint, const SessionOptions& options) {
   io::WeightSourceOptions source;
   source.fault_hook = options.fault_hook;
   for (Tier tier : plan_.placement) {
@@ -85,9 +113,27 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   }
   source.prefetch_depth = plan_.prefetch_depth;
   weights_ = io::OpenWeightSource(checkpoint, source);
-  const int threads = options.threads > 0 ? options.threads
-                                          : static_cast<int>(std::thread::hardware_concurrency());
-  backend_ = std::make_unique<CpuBackend>(threads);
+}
+
+// The CUDA backend keeps every extent in device memory after its first bind (streaming weights
+// to the GPU is the offload pipeline's job), so the host reads each extent once, streamed.
+void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,
+                             const PlannerInputs& inputs) {
+  if (options.weights != "auto" && options.weights != "resident") {
+    Fail("--weights {} is not available with --device cuda yet: weights are resident in GPU "
+         "memory (use --weights auto or resident)",
+         options.weights);
+  }
+  cuda::CudaOptions cuda_options;
+  cuda_options.device = options.device.gpu;
+  cuda_options.compute = cuda::ParseComputeType(options.device.gpu_compute);
+  if (!options.device.gpu_mem.empty()) {
+    cuda_options.gpu_mem_bytes = ParseByteSize(options.device.gpu_mem, "--gpu-mem");
+  }
+  backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
+  plan_ = EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), Tier::kNvme), 1);
+  plan_.bound = "gpu";
+  OpenWeights(checkpoint, options);
   model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
 }
 

@@ -1,19 +1,29 @@
 // Everything one run of the engine needs, built from a checkpoint and the user's options: the
-// placement plan, the weight source it implies, the CPU backend and the model. Shared by generate
+// placement plan, the weight source it implies, the backend (CPU or CUDA) and the model. Shared by generate
 // and bench so both run exactly the same path.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <memory>
 #include <string>
 
+#include "engine/backend.h"
 #include "engine/checkpoint.h"
-#include "engine/cpu_backend.h"
 #include "engine/model.h"
 #include "engine/planner.h"
 #include "engine/weight_source.h"
 #include "io/weight_source_factory.h"
 
 namespace zinf::cli {
+
+// Where the forward pass runs (--device, --gpu, --gpu-compute, --gpu-mem).
+struct DeviceChoice {
+  std::string device = "cpu";        // cpu or cuda
+  int gpu = 0;                       // cuda: device index
+  std::string gpu_compute = "bf16";  // cuda: what f32 weights are multiplied in (bf16 or f32)
+  std::string gpu_mem;               // cuda: device memory budget; empty: what the device has
+};
 
 struct SessionOptions {
   int batch_size = 0;      // 0: auto — the planner's best under the budget, at most max_auto_batch
@@ -26,8 +36,12 @@ struct SessionOptions {
   std::string weights = "auto";  // auto (planner under cpu_mem), resident or stream
   int prefetch_depth = -1;       // -1: the plan's
   std::string cpu_mem;           // e.g. "24G"; empty: this machine's memory
+  DeviceChoice device;
   io::ReadFaultHook fault_hook;  // tests only
 };
+
+// Registers --device, --gpu, --gpu-compute and --gpu-mem on a command.
+void AddDeviceOptions(CLI::App* command, DeviceChoice& choice);
 
 // "auto" → 0, else a positive integer; throws zinf::Error naming --batch-size.
 int ParseBatchSize(const std::string& text);
@@ -50,11 +64,15 @@ class EngineSession {
   std::string backend_name() const { return backend_->name(); }
 
  private:
+  void OpenWeights(const Checkpoint& checkpoint, const SessionOptions& options);
+  void OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,
+                const PlannerInputs& inputs);
+
   Plan plan_;
   Bandwidths bandwidths_;
   ModelLimits limits_;
   std::unique_ptr<WeightSource> weights_;
-  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
 };
 

@@ -257,6 +257,7 @@ void AddGenerateCommand(CLI::App& app) {
                       "(default: this machine's memory)");
   command->add_option("--prefetch-depth", session.prefetch_depth,
                       "extents read ahead while one computes (default: the plan's)");
+  AddDeviceOptions(command, session.device);
   command->add_option("--metrics-json", options->metrics_json,
                       "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");
   command->add_option("--refill", options->refill,

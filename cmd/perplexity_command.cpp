@@ -115,6 +115,7 @@ void AddPerplexityCommand(CLI::App& app) {
   command->add_option("--cpu-mem", session.cpu_mem, "DRAM budget, e.g. 24G (default: this machine's)");
   command->add_option("--kv-dtype", session.kv_dtype, "KV cache dtype: f32 or int8")
       ->capture_default_str();
+  AddDeviceOptions(command, session.device);
   command->callback([options] { RunPerplexity(*options); });
 }
 

@@ -71,6 +71,9 @@ class Backend {
   virtual Tensor AllocateActivation(int64_t rows, int64_t cols) = 0;
   virtual void AllocateKvCache(const KvCacheShape& shape) = 0;
 
+  // The extent's base when the device already holds it (kept resident from an earlier bind), so
+  // its bytes need not come from the weight source again; nullptr otherwise.
+  virtual const std::byte* ResidentExtent(const ExtentInfo& /*extent*/) { return nullptr; }
   // Makes an extent's bytes visible to the device; returns its base there. The host bytes may be
   // reused once UnbindExtent returns.
   virtual const std::byte* BindExtent(const ExtentView& extent) = 0;
@@ -86,6 +89,17 @@ class Backend {
   virtual void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) = 0;
   virtual void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                          Tensor out) = 0;
+  // x += residual, then out = norm(x); out may be residual. A device backend fuses the two so
+  // the residual stream makes one trip through memory instead of three.
+  virtual void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) {
+    Add(x, residual);
+    RmsNorm(x, weight, eps, out);
+  }
+  virtual void AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias,
+                            float eps, Tensor out) {
+    Add(x, residual);
+    LayerNorm(x, weight, bias, eps, out);
+  }
   // Rotates pairs (i, i + head_dim/2) of each head (the Hugging Face rotate_half convention) by
   // the angles in the cos/sin tables ([max_context, head_dim/2]) set with SetRopeTables.
   virtual void SetRopeTables(std::span<const float> cos, std::span<const float> sin,
@@ -102,6 +116,8 @@ class Backend {
   // out[i] = x[rows[i]]
   virtual void GatherRows(Tensor x, std::span<const int> rows, Tensor out) = 0;
   virtual void CopyToHost(Tensor x, std::span<float> host) = 0;
+  // x = host (rows × cols floats); the host memory may be reused once this returns.
+  virtual void CopyFromHost(std::span<const float> host, Tensor x) = 0;
 };
 
 }  // namespace zinf

@@ -191,4 +191,9 @@ void CpuBackend::CopyToHost(Tensor x, std::span<float> host) {
   std::memcpy(host.data(), x.data, x.rows * x.cols * sizeof(float));
 }
 
+void CpuBackend::CopyFromHost(std::span<const float> host, Tensor x) {
+  ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
+  std::memcpy(x.data, host.data(), x.rows * x.cols * sizeof(float));
+}
+
 }  // namespace zinf

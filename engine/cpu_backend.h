@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
   void Add(Tensor x, Tensor y) override;
   void GatherRows(Tensor x, std::span<const int> rows, Tensor out) override;
   void CopyToHost(Tensor x, std::span<float> host) override;
+  void CopyFromHost(std::span<const float> host, Tensor x) override;
 
  private:
   ThreadPool pool_;

@@ -34,26 +34,31 @@ void StepBatch::AddChunk(int kv_slot, int start_position, std::span<const TokenI
   if (want_logits) logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
 }
 
-Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
-             const ModelLimits& limits)
-    : checkpoint_(checkpoint), backend_(backend), weights_(weights), limits_(limits) {
-  const ModelConfig& c = checkpoint.config;
-  const int64_t rows = limits.max_tokens_per_step;
-  act_.x = backend.AllocateActivation(rows, c.hidden_size);
-  act_.normed = backend.AllocateActivation(rows, c.hidden_size);
-  act_.q = backend.AllocateActivation(rows, c.q_dim());
-  act_.k = backend.AllocateActivation(rows, c.kv_dim());
-  act_.v = backend.AllocateActivation(rows, c.kv_dim());
-  act_.attention = backend.AllocateActivation(rows, c.q_dim());
-  act_.gate = backend.AllocateActivation(rows, c.intermediate_size);
-  act_.up = backend.AllocateActivation(rows, c.intermediate_size);
-  if (c.has_embed_projection()) act_.embedded = backend.AllocateActivation(rows, c.embed_dim());
-  const int64_t sequences = limits.logit_rows();
-  act_.last = backend.AllocateActivation(sequences, c.hidden_size);
-  act_.last_normed = backend.AllocateActivation(sequences, c.hidden_size);
-  act_.last_projected = backend.AllocateActivation(sequences, c.embed_dim());
-  act_.logits = backend.AllocateActivation(sequences, c.vocab_size);
+namespace {
 
+// Every activation the forward pass uses, as (rows, cols); the order Model's constructor takes them.
+std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
+                                                          const ModelLimits& limits) {
+  const int64_t rows = limits.max_tokens_per_step;
+  const int64_t sequences = limits.logit_rows();
+  std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {rows, c.hidden_size},       {rows, c.hidden_size},       {rows, c.q_dim()},
+      {rows, c.kv_dim()},          {rows, c.kv_dim()},          {rows, c.q_dim()},
+      {rows, c.intermediate_size}, {rows, c.intermediate_size}, {sequences, c.hidden_size},
+      {sequences, c.hidden_size},  {sequences, c.embed_dim()},  {sequences, c.vocab_size}};
+  if (c.has_embed_projection()) shapes.emplace_back(rows, c.embed_dim());
+  return shapes;
+}
+
+}  // namespace
+
+int64_t Model::ActivationFloats(const ModelConfig& config, const ModelLimits& limits) {
+  int64_t total = 0;
+  for (const auto& [rows, cols] : ActivationShapes(config, limits)) total += rows * cols;
+  return total;
+}
+
+KvCacheShape Model::KvShape(const ModelConfig& c, const ModelLimits& limits) {
   KvCacheShape kv;
   kv.num_layers = c.num_layers;
   kv.num_slots = limits.max_sequences;
@@ -61,7 +66,29 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
   kv.num_kv_heads = c.num_kv_heads;
   kv.head_dim = c.head_dim;
   kv.dtype = limits.kv_dtype;
-  backend.AllocateKvCache(kv);
+  return kv;
+}
+
+Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
+             const ModelLimits& limits)
+    : checkpoint_(checkpoint), backend_(backend), weights_(weights), limits_(limits) {
+  const ModelConfig& c = checkpoint.config;
+  const auto shapes = ActivationShapes(c, limits);
+  auto next = shapes.begin();
+  auto allocate = [&] {
+    const auto [rows, cols] = *next++;
+    return backend.AllocateActivation(rows, cols);
+  };
+  for (Tensor* tensor : {&act_.x, &act_.normed, &act_.q, &act_.k, &act_.v, &act_.attention,
+                         &act_.gate, &act_.up, &act_.last, &act_.last_normed,
+                         &act_.last_projected, &act_.logits}) {
+    *tensor = allocate();
+  }
+  if (c.has_embed_projection()) act_.embedded = allocate();
+  ZINF_CHECK(next == shapes.end(), "{} activations planned, {} allocated", shapes.size(),
+             next - shapes.begin());
+
+  backend.AllocateKvCache(KvShape(c, limits));
   if (c.family == Family::kLlama) {
     const RopeTables tables = BuildRopeTables(c, limits.max_context);
     backend.SetRopeTables(tables.cos, tables.sin, c.head_dim);
@@ -103,12 +130,21 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
 
   const int num_extents = static_cast<int>(checkpoint_.extents.size());
   const int depth = weights_.prefetch_depth();
-  for (int d = 0; d < depth && d < num_extents; ++d) weights_.Prefetch(d);
+  // Extents the backend keeps in device memory skip the weight source entirely.
+  auto prefetch = [&](int e) {
+    if (backend_.ResidentExtent(checkpoint_.extents[e]) == nullptr) weights_.Prefetch(e);
+  };
+  for (int d = 0; d < depth && d < num_extents; ++d) prefetch(d);
   for (int e = 0; e < num_extents; ++e) {
     // Reads run ahead of compute; past the head they wrap to the next step's first extents.
-    if (depth > 0) weights_.Prefetch((e + depth) % num_extents);
-    const ExtentView extent = weights_.Acquire(e);
-    const std::byte* base = backend_.BindExtent(extent);
+    if (depth > 0) prefetch((e + depth) % num_extents);
+    ExtentView extent{&checkpoint_.extents[e], {}};
+    const std::byte* base = backend_.ResidentExtent(*extent.info);
+    const bool from_source = base == nullptr;
+    if (from_source) {
+      extent = weights_.Acquire(e);
+      base = backend_.BindExtent(extent);
+    }
     try {
       switch (extent.info->kind) {
         case ExtentKind::kEmbedding: RunEmbedding(extent, base, batch); break;
@@ -118,8 +154,10 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
     } catch (const Error& error) {
       Rethrow(error, fmt::format("extent {}", extent.info->name));
     }
-    backend_.UnbindExtent();
-    weights_.Release(e);
+    if (from_source) {
+      backend_.UnbindExtent();
+      weights_.Release(e);
+    }
   }
 }
 
@@ -149,6 +187,7 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Step
   Tensor x = act_.x.FirstRows(n), normed = act_.normed.FirstRows(n);
   Tensor q = act_.q.FirstRows(n), k = act_.k.FirstRows(n), v = act_.v.FirstRows(n);
   Tensor attention = act_.attention.FirstRows(n);
+  const float eps = static_cast<float>(c.norm_eps);
 
   // Attention block: x += o(attention(norm(x))).
   Normalize(x, weight(tn::kAttnNorm), optional(tn::kAttnNormBias), normed);
@@ -156,7 +195,6 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Step
   backend_.MatMul(normed, weight(tn::kK), optional(tn::kKBias), k);
   backend_.MatMul(normed, weight(tn::kV), optional(tn::kVBias), v);
   if (c.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
-    const float eps = static_cast<float>(c.norm_eps);
     backend_.RmsNorm(q.Reshaped(c.head_dim), weight(tn::kQNorm), eps, q.Reshaped(c.head_dim));
     backend_.RmsNorm(k.Reshaped(c.head_dim), weight(tn::kKNorm), eps, k.Reshaped(c.head_dim));
   }
@@ -172,11 +210,14 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Step
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   backend_.Attention(layer, batch.chunks, q, shape, attention);
   backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
-  backend_.Add(x, normed);
 
-  // MLP block: x += down(act(norm(x))).
+  // MLP block: x += down(act(norm(x))), its norm fused with the attention block's residual add.
   Tensor gate = act_.gate.FirstRows(n), up = act_.up.FirstRows(n);
-  Normalize(x, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), normed);
+  if (c.family == Family::kOpt) {
+    backend_.AddLayerNorm(x, normed, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), eps, normed);
+  } else {
+    backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, normed);
+  }
   backend_.MatMul(normed, weight(tn::kUp), optional(tn::kUpBias), up);
   if (c.family == Family::kLlama) {
     backend_.MatMul(normed, weight(tn::kGate), optional(tn::kGateBias), gate);

@@ -41,6 +41,11 @@ class Model {
   Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
         const ModelLimits& limits);
 
+  // What the constructor will ask the backend for, so a device backend can size its one memory
+  // pool before the model exists: the activations' total floats and the KV cache's shape.
+  static int64_t ActivationFloats(const ModelConfig& config, const ModelLimits& limits);
+  static KvCacheShape KvShape(const ModelConfig& config, const ModelLimits& limits);
+
   const ModelConfig& config() const { return checkpoint_.config; }
   const ModelLimits& limits() const { return limits_; }
 

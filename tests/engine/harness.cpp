@@ -51,14 +51,16 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   source_options.placement = settings.placement;
   source_options.prefetch_depth = settings.prefetch_depth;
   auto weights = io::OpenWeightSource(model.checkpoint, source_options);
-  CpuBackend backend(settings.threads);
   ModelLimits limits;
   limits.max_sequences = settings.batch_size;
   limits.max_tokens_per_step = settings.step_tokens;
   limits.max_context = settings.max_context > 0 ? settings.max_context
                                                 : model.checkpoint.config.max_position_embeddings;
   limits.kv_dtype = settings.kv_dtype;
-  Model engine(model.checkpoint, backend, *weights, limits);
+  const std::unique_ptr<Backend> backend =
+      settings.make_backend ? settings.make_backend(model.checkpoint, limits)
+                            : std::make_unique<CpuBackend>(settings.threads);
+  Model engine(model.checkpoint, *backend, *weights, limits);
   GeneratorOptions options;
   options.eos_ids = model.checkpoint.config.eos_token_ids;
   options.refill = settings.refill;
@@ -86,15 +88,17 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   return ordered;
 }
 
-std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids) {
+std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids,
+                              const BackendFactory& make_backend) {
   io::WeightSourceOptions source_options;
   auto weights = io::OpenWeightSource(model.checkpoint, source_options);
-  CpuBackend backend(2);
   ModelLimits limits;
   limits.max_sequences = 1;
   limits.max_tokens_per_step = static_cast<int>(prompt_ids.size());
   limits.max_context = model.checkpoint.config.max_position_embeddings;
-  Model engine(model.checkpoint, backend, *weights, limits);
+  const std::unique_ptr<Backend> backend = make_backend ? make_backend(model.checkpoint, limits)
+                                                        : std::make_unique<CpuBackend>(2);
+  Model engine(model.checkpoint, *backend, *weights, limits);
   StepBatch batch;
   batch.AddChunk(0, 0, prompt_ids, true);
   std::vector<float> logits(model.checkpoint.config.vocab_size);

@@ -1,12 +1,15 @@
 // Runs the engine in-process for tests: convert a model once, generate with chosen settings.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/generator.h"
+#include "engine/model.h"
 #include "engine/perplexity.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
@@ -14,6 +17,10 @@
 #include "model_formats/converter.h"
 
 namespace zinf::testing {
+
+// Makes the backend a run computes on; the default is the CPU backend.
+using BackendFactory =
+    std::function<std::unique_ptr<Backend>(const Checkpoint&, const ModelLimits&)>;
 
 struct EngineSettings {
   io::WeightPlacement placement = io::WeightPlacement::kResident;
@@ -24,6 +31,7 @@ struct EngineSettings {
   int max_context = 0;  // 0: the model's
   Refill refill = Refill::kContinuous;
   DType kv_dtype = DType::kF32;
+  BackendFactory make_backend;  // empty: CpuBackend with `threads` threads
 };
 
 struct LoadedModel {
@@ -45,7 +53,8 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
                                  const EngineSettings& settings);
 
 // Next-token logits at the last position of `prompt_ids`.
-std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids);
+std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids,
+                              const BackendFactory& make_backend = {});
 
 // MeasurePerplexity on a model built for it: one KV slot of options.context positions, steps of
 // `step_tokens` tokens each wanting all their logits.

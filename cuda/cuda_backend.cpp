@@ -1,0 +1,400 @@
+// CudaBackend: memory from the pool, weights made resident (and converted for bf16 compute) on
+// their first bind, ops as cuBLAS calls and kernel launches on one stream. Host-side checks mirror
+// the CPU backend's, so bad ids or positions fail the same way on both.
+#include "cuda/cuda_backend_impl.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/cuda_check.h"
+#include "cuda/gemm.h"
+#include "engine/error.h"
+#include "engine/quantized.h"
+
+namespace zinf::cuda {
+
+namespace kn = kernels;
+
+static_assert(static_cast<int>(kn::WeightType::kF32) == static_cast<int>(DType::kF32) &&
+              static_cast<int>(kn::WeightType::kF16) == static_cast<int>(DType::kF16) &&
+              static_cast<int>(kn::WeightType::kBF16) == static_cast<int>(DType::kBF16) &&
+              static_cast<int>(kn::WeightType::kI8) == static_cast<int>(DType::kI8) &&
+              static_cast<int>(kn::WeightType::kQ4) == static_cast<int>(DType::kQ4));
+static_assert(sizeof(TokenId) == sizeof(int));
+
+namespace {
+
+float* Floats(Tensor t) { return static_cast<float*>(t.data); }
+
+}  // namespace
+
+CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,
+                         const CudaOptions& options)
+    : plan_(PlanCudaMemory(checkpoint, limits, options.compute)), compute_(options.compute) {
+  int device_count = 0;
+  CheckCuda(cudaGetDeviceCount(&device_count), "looking for a GPU");
+  if (options.device < 0 || options.device >= device_count) {
+    Fail("--gpu {} does not exist: this machine has {} CUDA device(s)", options.device, device_count);
+  }
+  CheckCuda(cudaSetDevice(options.device), "selecting the GPU");
+  cudaDeviceProp properties{};
+  CheckCuda(cudaGetDeviceProperties(&properties, options.device), "reading the GPU's properties");
+  name_ = fmt::format("cuda ({}, sm_{}{}, {} compute)", properties.name, properties.major,
+                      properties.minor, compute_ == ComputeType::kF32 ? "f32" : "bf16");
+
+  const uint64_t needed = plan_.total();
+  if (options.gpu_mem_bytes > 0 && needed > options.gpu_mem_bytes) {
+    Fail("the run needs {} but --gpu-mem allows {:.2f} GiB; lower --batch-size or --max-context, "
+         "quantize the checkpoint, or use --device cpu",
+         plan_.Summary(), options.gpu_mem_bytes / (1024.0 * 1024.0 * 1024.0));
+  }
+  spdlog::info("{}", plan_.Summary());
+  pool_ = std::make_unique<DevicePool>(needed + options.extra_pool_bytes, plan_.Summary());
+  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+  CheckCublas(cublasCreate(&cublas_), "creating the cuBLAS handle");
+  CheckCublas(cublasSetStream(cublas_, stream_), "binding cuBLAS to the stream");
+  constexpr uint64_t kWorkspace = 32ull << 20;
+  CheckCublas(cublasSetWorkspace(cublas_, pool_->Allocate(kWorkspace, "the cuBLAS workspace"),
+                                 kWorkspace),
+              "giving cuBLAS its workspace");
+
+  // A first launch finds a build without code for this GPU here rather than mid-step.
+  float* probe = static_cast<float*>(pool_->Allocate(sizeof(float), "a probe"));
+  CheckCuda(kn::Relu(probe, 1, stream_), "a first kernel launch");
+  CheckCuda(cudaStreamSynchronize(stream_), "a first kernel launch");
+
+  cast_buffer_ = pool_->Allocate(plan_.gemm_input_bytes, "GEMM inputs");
+  if (plan_.matrix_scratch_bytes > 0) {
+    matrix_buffer_ = pool_->Allocate(plan_.matrix_scratch_bytes, "a matrix scratch");
+  }
+  const size_t rows = static_cast<size_t>(limits.max_tokens_per_step);
+  token_ids_ = MakeInts(rows, "token ids");
+  positions_ = MakeInts(rows, "positions");
+  row_slots_ = MakeInts(rows, "row slots");
+  row_positions_ = MakeInts(rows, "row positions");
+  gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
+}
+
+CudaBackend::~CudaBackend() {
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+CudaBackend::DeviceInts CudaBackend::MakeInts(size_t capacity, const char* what) {
+  DeviceInts buffer;
+  buffer.data = static_cast<int*>(pool_->Allocate(std::max<size_t>(capacity, 1) * sizeof(int), what));
+  buffer.capacity = capacity;
+  return buffer;
+}
+
+const int* CudaBackend::Upload(DeviceInts& buffer, std::span<const int> values, const char* what) {
+  ZINF_CHECK(values.size() <= buffer.capacity, "{} {} exceed the {} planned", values.size(), what,
+             buffer.capacity);
+  if (buffer.host.size() == values.size() &&
+      std::equal(values.begin(), values.end(), buffer.host.begin())) {
+    return buffer.data;
+  }
+  buffer.host.assign(values.begin(), values.end());
+  // From pageable memory the copy is staged before the call returns, so `host` may change after.
+  CheckCuda(cudaMemcpyAsync(buffer.data, buffer.host.data(), values.size() * sizeof(int),
+                            cudaMemcpyHostToDevice, stream_),
+            what);
+  return buffer.data;
+}
+
+kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
+  int rows = 0;
+  for (const SequenceChunk& chunk : chunks) rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
+  std::vector<int> slots(rows, 0), positions(rows, 0);
+  for (const SequenceChunk& chunk : chunks) {
+    ZINF_CHECK(chunk.kv_slot >= 0 && chunk.kv_slot < kv_shape_.num_slots, "KV slot {} of {}",
+               chunk.kv_slot, kv_shape_.num_slots);
+    ZINF_CHECK(chunk.start_position >= 0 &&
+                   chunk.start_position + chunk.num_tokens <= kv_shape_.max_context,
+               "sequence of {} positions exceeds the KV cache ({})",
+               chunk.start_position + chunk.num_tokens, kv_shape_.max_context);
+    for (int i = 0; i < chunk.num_tokens; ++i) {
+      slots[chunk.token_offset + i] = chunk.kv_slot;
+      positions[chunk.token_offset + i] = chunk.start_position + i;
+    }
+  }
+  kn::RowMap map;
+  map.slot = Upload(row_slots_, slots, "row slots");
+  map.position = Upload(row_positions_, positions, "row positions");
+  map.rows = rows;
+  return map;
+}
+
+void CudaBackend::Launched(cudaError_t status, const char* op) { CheckCuda(status, op); }
+
+Tensor CudaBackend::AllocateActivation(int64_t rows, int64_t cols) {
+  void* data = pool_->Allocate(static_cast<uint64_t>(rows * cols) * sizeof(float), "an activation");
+  return {data, rows, cols};
+}
+
+void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kI8) {
+    Fail("KV cache dtype {} is not supported on CUDA; use f32 or int8", DTypeName(shape.dtype));
+  }
+  kv_shape_ = shape;
+  const uint64_t rows = static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
+  const uint64_t elements = rows * shape.num_kv_heads * shape.head_dim;
+  const uint64_t element_bytes = shape.dtype == DType::kI8 ? 1 : 4;
+  keys_ = pool_->Allocate(elements * element_bytes, "the KV cache's keys");
+  values_ = pool_->Allocate(elements * element_bytes, "the KV cache's values");
+  if (shape.dtype == DType::kI8) {
+    key_scales_ = static_cast<float*>(pool_->Allocate(rows * shape.num_kv_heads * 4, "key scales"));
+    value_scales_ = static_cast<float*>(pool_->Allocate(rows * shape.num_kv_heads * 4, "value scales"));
+  }
+}
+
+kn::KvLayer CudaBackend::KvLayerView(int layer) const {
+  ZINF_CHECK(layer >= 0 && layer < kv_shape_.num_layers, "layer {} of {}", layer, kv_shape_.num_layers);
+  const int64_t layer_rows = static_cast<int64_t>(kv_shape_.num_slots) * kv_shape_.max_context;
+  const int64_t layer_elements = layer_rows * kv_shape_.num_kv_heads * kv_shape_.head_dim;
+  kn::KvLayer view;
+  view.int8 = kv_shape_.dtype == DType::kI8;
+  const int64_t element_bytes = view.int8 ? 1 : 4;
+  view.keys = static_cast<std::byte*>(keys_) + layer * layer_elements * element_bytes;
+  view.values = static_cast<std::byte*>(values_) + layer * layer_elements * element_bytes;
+  if (view.int8) {
+    view.key_scales = key_scales_ + layer * layer_rows * kv_shape_.num_kv_heads;
+    view.value_scales = value_scales_ + layer * layer_rows * kv_shape_.num_kv_heads;
+  }
+  view.max_context = kv_shape_.max_context;
+  view.num_kv_heads = kv_shape_.num_kv_heads;
+  view.head_dim = kv_shape_.head_dim;
+  return view;
+}
+
+const std::byte* CudaBackend::ResidentExtent(const ExtentInfo& extent) {
+  const auto found = resident_.find(extent.name);
+  return found == resident_.end() ? nullptr : found->second;
+}
+
+const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
+  if (const std::byte* resident = ResidentExtent(*extent.info)) return resident;
+  const std::string what = fmt::format("the weights of extent {}", extent.info->name);
+  auto* base = static_cast<std::byte*>(pool_->Allocate(extent.bytes.size(), what));
+  CheckCuda(cudaMemcpyAsync(base, extent.bytes.data(), extent.bytes.size(), cudaMemcpyHostToDevice,
+                            stream_),
+            "copying " + what + " to the GPU");
+  if (compute_ == ComputeType::kBf16) {
+    // f32 matrices become bf16 in place (in the first half of their bytes), via the scratch.
+    for (const TensorInfo& tensor : extent.info->tensors) {
+      if (tensor.dtype != DType::kF32 || tensor.shape.size() != 2) continue;
+      std::byte* at = base + tensor.offset_in_extent;
+      const int64_t count = tensor.rows() * tensor.cols();
+      CheckCuda(cudaMemcpyAsync(matrix_buffer_, at, count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                stream_),
+                "staging " + what);
+      Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), count, kn::GemmType::kBF16,
+                           at, stream_),
+               "converting weights to bf16");
+      converted_.insert(at);
+    }
+  }
+  // The caller may reuse its staging buffer once this returns.
+  CheckCuda(cudaStreamSynchronize(stream_), "copying " + what + " to the GPU");
+  resident_.emplace(extent.info->name, base);
+  return base;
+}
+
+kn::WeightRef CudaBackend::Ref(const Weight& w) const {
+  kn::WeightRef ref;
+  ref.data = w.data;
+  ref.type = static_cast<kn::WeightType>(w.dtype);
+  if (w.dtype == DType::kF32 && converted_.contains(w.data)) ref.type = kn::WeightType::kBF16;
+  ref.rows = w.rows;
+  ref.cols = w.cols;
+  ref.group_size = w.group_size;
+  if (IsQuantized(w.dtype)) {
+    const QuantLayout layout = LayoutOf(w.dtype, w.rows, w.cols, w.group_size);
+    ref.row_bytes = layout.row_bytes();
+    ref.groups = layout.groups();
+    ref.scales_offset = layout.scales_offset();
+  }
+  return ref;
+}
+
+CudaBackend::GemmOperand CudaBackend::PrepareWeight(const Weight& w) {
+  const kn::WeightRef ref = Ref(w);
+  switch (ref.type) {
+    case kn::WeightType::kF32: return {w.data, kn::GemmType::kF32};
+    case kn::WeightType::kF16: return {w.data, kn::GemmType::kF16};
+    case kn::WeightType::kBF16: return {w.data, kn::GemmType::kBF16};
+    case kn::WeightType::kI8:
+    case kn::WeightType::kQ4: break;
+  }
+  // Quantized: dequantised whole into the scratch, then an ordinary GEMM.
+  const kn::GemmType type = compute_ == ComputeType::kF32 ? kn::GemmType::kF32 : kn::GemmType::kBF16;
+  Launched(kn::DequantizeMatrix(ref, type, matrix_buffer_, stream_), "dequantizing a matrix");
+  return {matrix_buffer_, type};
+}
+
+void CudaBackend::Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) {
+  for (const TokenId id : token_ids) {
+    if (id < 0 || id >= table.rows) {
+      Fail("token id {} is outside the vocabulary (0..{})", id, table.rows - 1);
+    }
+  }
+  ZINF_CHECK(out.cols == table.cols, "embedding width {} vs {}", out.cols, table.cols);
+  const int* ids = Upload(token_ids_, {token_ids.data(), token_ids.size()}, "token ids");
+  Launched(kn::Embed(ids, static_cast<int>(token_ids.size()), Ref(table), Floats(out), stream_),
+           "embedding");
+}
+
+void CudaBackend::AddPositionEmbedding(std::span<const int> positions, int position_offset,
+                                       const Weight& table, Tensor x) {
+  for (const int position : positions) {
+    const int64_t index = position + position_offset;
+    ZINF_CHECK(index >= 0 && index < table.rows, "position {} outside the table", index);
+  }
+  const int* device_positions = Upload(positions_, positions, "positions");
+  Launched(kn::AddPositionEmbedding(device_positions, static_cast<int>(positions.size()),
+                                    position_offset, Ref(table), Floats(x), stream_),
+           "position embedding");
+}
+
+void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) {
+  ZINF_CHECK(x.cols == w.cols && out.cols == w.rows && x.rows == out.rows,
+             "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, w.rows, w.cols,
+             out.rows, out.cols);
+  const GemmOperand weight = PrepareWeight(w);
+  const void* input = x.data;
+  if (weight.type != kn::GemmType::kF32) {
+    Launched(kn::CastF32(Floats(x), x.rows * x.cols, weight.type, cast_buffer_, stream_),
+             "casting a GEMM input");
+    input = cast_buffer_;
+  }
+  Gemm(cublas_, input, weight.data, weight.type, x.rows, x.cols, w.rows, Floats(out));
+  if (bias) Launched(kn::AddBias(Floats(out), out.rows, Ref(bias), stream_), "bias add");
+}
+
+void CudaBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
+  Launched(kn::RmsNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), eps, Floats(out), stream_),
+           "rmsnorm");
+}
+
+void CudaBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps,
+                             Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
+  Launched(kn::RmsNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), eps, Floats(out),
+                       stream_),
+           "residual add and rmsnorm");
+}
+
+void CudaBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
+                            Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
+  Launched(kn::LayerNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), Ref(bias), eps,
+                         Floats(out), stream_),
+           "layernorm");
+}
+
+void CudaBackend::AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias,
+                               float eps, Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
+  Launched(kn::LayerNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), Ref(bias), eps,
+                         Floats(out), stream_),
+           "residual add and layernorm");
+}
+
+void CudaBackend::SetRopeTables(std::span<const float> cos, std::span<const float> sin,
+                                int head_dim) {
+  ZINF_CHECK(cos.size() == sin.size() && head_dim > 0 && cos.size() % (head_dim / 2) == 0,
+             "rope tables of {} and {} for head_dim {}", cos.size(), sin.size(), head_dim);
+  if (rope_cos_ == nullptr) {
+    rope_cos_ = static_cast<float*>(pool_->Allocate(cos.size_bytes(), "the RoPE cos table"));
+    rope_sin_ = static_cast<float*>(pool_->Allocate(sin.size_bytes(), "the RoPE sin table"));
+  }
+  CheckCuda(cudaMemcpyAsync(rope_cos_, cos.data(), cos.size_bytes(), cudaMemcpyHostToDevice, stream_),
+            "RoPE table");
+  CheckCuda(cudaMemcpyAsync(rope_sin_, sin.data(), sin.size_bytes(), cudaMemcpyHostToDevice, stream_),
+            "RoPE table");
+  CheckCuda(cudaStreamSynchronize(stream_), "RoPE table");
+  rope_head_dim_ = head_dim;
+  rope_positions_ = static_cast<int64_t>(cos.size()) / (head_dim / 2);
+}
+
+void CudaBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) {
+  ZINF_CHECK(x.cols == static_cast<int64_t>(num_heads) * rope_head_dim_, "rope width {}", x.cols);
+  for (const int position : positions) {
+    ZINF_CHECK(position >= 0 && position < rope_positions_, "position {} beyond the rope table",
+               position);
+  }
+  const int* device_positions = Upload(positions_, positions, "positions");
+  Launched(kn::Rope(Floats(x), static_cast<int>(positions.size()), num_heads, rope_head_dim_,
+                    device_positions, rope_cos_, rope_sin_, stream_),
+           "rope");
+}
+
+void CudaBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
+  const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
+  ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols, kv_dim);
+  const kn::RowMap map = UploadRowMap(chunks);
+  Launched(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
+}
+
+void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
+                            const AttentionShape& shape, Tensor out) {
+  ZINF_CHECK(shape.head_dim == kv_shape_.head_dim && shape.num_kv_heads == kv_shape_.num_kv_heads &&
+                 shape.num_heads % shape.num_kv_heads == 0,
+             "attention shape {} heads / {} KV heads / head_dim {} vs the cache's {} / {}",
+             shape.num_heads, shape.num_kv_heads, shape.head_dim, kv_shape_.num_kv_heads,
+             kv_shape_.head_dim);
+  if (shape.head_dim > kn::kMaxHeadDim) {
+    Fail("head_dim {} is larger than the CUDA attention kernel's {}; use --device cpu",
+         shape.head_dim, kn::kMaxHeadDim);
+  }
+  ZINF_CHECK(q.cols == static_cast<int64_t>(shape.num_heads) * shape.head_dim &&
+                 out.cols == q.cols,
+             "attention widths {} / {}", q.cols, out.cols);
+  const kn::RowMap map = UploadRowMap(chunks);
+  Launched(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
+                         Floats(out), stream_),
+           "attention");
+}
+
+void CudaBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
+  Launched(kn::SiluMul(Floats(gate), Floats(up), Floats(out), gate.rows * gate.cols, stream_),
+           "silu");
+}
+
+void CudaBackend::Relu(Tensor x) {
+  Launched(kn::Relu(Floats(x), x.rows * x.cols, stream_), "relu");
+}
+
+void CudaBackend::Add(Tensor x, Tensor y) {
+  Launched(kn::Add(Floats(x), Floats(y), x.rows * x.cols, stream_), "residual add");
+}
+
+void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
+  for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
+  const int* device_rows = Upload(gather_rows_, rows, "gathered rows");
+  Launched(kn::GatherRows(Floats(x), x.cols, device_rows, static_cast<int>(rows.size()),
+                          Floats(out), stream_),
+           "gathering rows");
+}
+
+void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
+  ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
+  CheckCuda(cudaMemcpyAsync(host.data(), x.data, x.rows * x.cols * sizeof(float),
+                            cudaMemcpyDeviceToHost, stream_),
+            "copying results to the host");
+  // Errors of any kernel queued since the last wait surface here.
+  CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
+}
+
+void CudaBackend::CopyFromHost(std::span<const float> host, Tensor x) {
+  ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
+  // Pageable source: staged before the call returns, so the caller may reuse it at once.
+  CheckCuda(cudaMemcpyAsync(x.data, host.data(), x.rows * x.cols * sizeof(float),
+                            cudaMemcpyHostToDevice, stream_),
+            "copying inputs to the GPU");
+}
+
+}  // namespace zinf::cuda

@@ -1,0 +1,104 @@
+// The CUDA backend's class, private to cuda/: f32 activations and the KV cache in one device
+// pool, weights made resident on first bind, projections through cuBLAS, everything else through
+// the kernels in cuda/kernels*.cu, all on one stream.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/device_pool.h"
+#include "cuda/kernels.h"
+
+namespace zinf::cuda {
+
+// Not thread-safe (one driving thread, like every Backend).
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits, const CudaOptions& options);
+  ~CudaBackend() override;
+  std::string name() const override { return name_; }
+
+  Tensor AllocateActivation(int64_t rows, int64_t cols) override;
+  void AllocateKvCache(const KvCacheShape& shape) override;
+  const std::byte* ResidentExtent(const ExtentInfo& extent) override;
+  const std::byte* BindExtent(const ExtentView& extent) override;
+  void UnbindExtent() override {}
+
+  void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) override;
+  void AddPositionEmbedding(std::span<const int> positions, int position_offset,
+                            const Weight& table, Tensor x) override;
+  void MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) override;
+  void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) override;
+  void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
+                 Tensor out) override;
+  void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) override;
+  void AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias, float eps,
+                    Tensor out) override;
+  void SetRopeTables(std::span<const float> cos, std::span<const float> sin,
+                     int head_dim) override;
+  void Rope(Tensor x, std::span<const int> positions, int num_heads) override;
+  void StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) override;
+  void Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
+                 const AttentionShape& shape, Tensor out) override;
+  void SiluMul(Tensor gate, Tensor up, Tensor out) override;
+  void Relu(Tensor x) override;
+  void Add(Tensor x, Tensor y) override;
+  void GatherRows(Tensor x, std::span<const int> rows, Tensor out) override;
+  void CopyToHost(Tensor x, std::span<float> host) override;
+  void CopyFromHost(std::span<const float> host, Tensor x) override;
+
+ private:
+  // A device int array refilled from the host when its contents change: the same positions and
+  // row maps serve every layer of a step, so they cross PCIe once per step.
+  struct DeviceInts {
+    int* data = nullptr;
+    size_t capacity = 0;
+    std::vector<int> host;  // what `data` holds
+  };
+  struct GemmOperand {
+    const void* data;
+    kernels::GemmType type;
+  };
+
+  DeviceInts MakeInts(size_t capacity, const char* what);
+  const int* Upload(DeviceInts& buffer, std::span<const int> values, const char* what);
+  kernels::RowMap UploadRowMap(std::span<const SequenceChunk> chunks);
+  kernels::WeightRef Ref(const Weight& w) const;
+  GemmOperand PrepareWeight(const Weight& w);
+  kernels::KvLayer KvLayerView(int layer) const;
+  void Launched(cudaError_t status, const char* op);
+
+  CudaMemoryPlan plan_;
+  ComputeType compute_;
+  std::string name_;
+  std::unique_ptr<DevicePool> pool_;  // declared before the handles: destroyed after them
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+
+  void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
+  void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix
+  DeviceInts token_ids_, positions_, row_slots_, row_positions_, gather_rows_;
+
+  KvCacheShape kv_shape_;
+  void* keys_ = nullptr;
+  void* values_ = nullptr;
+  float* key_scales_ = nullptr;
+  float* value_scales_ = nullptr;
+
+  float* rope_cos_ = nullptr;
+  float* rope_sin_ = nullptr;
+  int rope_head_dim_ = 0;
+  int64_t rope_positions_ = 0;
+
+  std::unordered_map<std::string, std::byte*> resident_;  // extent name → device base
+  std::unordered_set<const void*> converted_;  // f32 matrices held as bf16 (bf16 compute)
+};
+
+}  // namespace zinf::cuda

@@ -1,0 +1,80 @@
+// PlanCudaMemory: the one device allocation a CUDA run makes, item by item. Portable C++ (no CUDA
+// headers), so a build without nvcc can still say what a GPU run would need.
+#include <algorithm>
+
+#include "cuda/cuda_backend.h"
+#include "engine/error.h"
+
+namespace zinf::cuda {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Sub-allocations are aligned to this, and each may waste up to it.
+constexpr uint64_t kPoolAlignment = 256;
+// cuBLAS's recommended workspace on Hopper.
+constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
+
+uint64_t Aligned(uint64_t bytes) { return (bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment; }
+
+}  // namespace
+
+ComputeType ParseComputeType(const std::string& text) {
+  if (text == "bf16") return ComputeType::kBf16;
+  if (text == "f32") return ComputeType::kF32;
+  Fail("--gpu-compute: '{}' is not one of bf16, f32", text);
+}
+
+std::string CudaMemoryPlan::Summary() const {
+  return fmt::format("device memory {:.2f} GiB: weights {:.2f} + KV cache {:.2f} + activations "
+                     "{:.2f} + scratch {:.2f}",
+                     total() / kGiB, weight_bytes / kGiB, kv_bytes / kGiB, activation_bytes / kGiB,
+                     scratch_bytes / kGiB);
+}
+
+CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& limits,
+                              ComputeType compute) {
+  const ModelConfig& c = checkpoint.config;
+  CudaMemoryPlan plan;
+  // Weights: every extent resident, converted in place when f32 is computed in bf16.
+  int64_t largest_matrix = 0;  // elements of the largest matrix needing a scratch copy
+  bool any_scratch_matrix = false;
+  for (const ExtentInfo& extent : checkpoint.extents) {
+    plan.weight_bytes += Aligned(extent.padded_bytes);
+    for (const TensorInfo& tensor : extent.tensors) {
+      const bool converted = tensor.dtype == DType::kF32 && tensor.shape.size() == 2 &&
+                             compute == ComputeType::kBf16;
+      if (converted || IsQuantized(tensor.dtype)) {
+        largest_matrix = std::max(largest_matrix, tensor.rows() * tensor.cols());
+        any_scratch_matrix = true;
+      }
+    }
+  }
+  const KvCacheShape kv = Model::KvShape(c, limits);
+  const uint64_t kv_elements = static_cast<uint64_t>(kv.num_layers) * kv.num_slots *
+                               kv.max_context * kv.num_kv_heads * kv.head_dim;
+  if (kv.dtype == DType::kI8) {
+    const uint64_t scales = static_cast<uint64_t>(kv.num_layers) * kv.num_slots * kv.max_context *
+                            kv.num_kv_heads;
+    plan.kv_bytes = 2 * (Aligned(kv_elements) + Aligned(scales * 4));
+  } else {
+    plan.kv_bytes = 2 * Aligned(kv_elements * 4);
+  }
+  // 16 activations at most, each aligned.
+  plan.activation_bytes = Aligned(static_cast<uint64_t>(Model::ActivationFloats(c, limits)) * 4) +
+                          16 * kPoolAlignment;
+  // Scratch: the GEMM input cast (the widest input row over the step's rows), one matrix in f32
+  // (dequantised or awaiting conversion), the per-step row maps, the RoPE tables, cuBLAS's
+  // workspace.
+  const int64_t widest_input = std::max({c.hidden_size, c.q_dim(), c.intermediate_size, c.embed_dim()});
+  const int64_t input_rows = std::max<int64_t>(limits.max_tokens_per_step, limits.logit_rows());
+  plan.gemm_input_bytes = static_cast<uint64_t>(input_rows) * widest_input * 4;
+  plan.matrix_scratch_bytes = any_scratch_matrix ? static_cast<uint64_t>(largest_matrix) * 4 : 0;
+  const uint64_t row_maps = static_cast<uint64_t>(limits.max_tokens_per_step + limits.logit_rows()) * 4 * 4;
+  const uint64_t rope_table = static_cast<uint64_t>(limits.max_context) * (c.head_dim / 2) * 4;
+  plan.scratch_bytes = Aligned(plan.gemm_input_bytes) + Aligned(plan.matrix_scratch_bytes) + Aligned(row_maps) +
+                       2 * Aligned(rope_table) + kCublasWorkspaceBytes + 8 * kPoolAlignment;
+  return plan;
+}
+
+}  // namespace zinf::cuda

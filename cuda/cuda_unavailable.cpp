@@ -1,0 +1,19 @@
+// The CUDA backend's entry points in a build made without nvcc: every request for the device
+// explains how to get it. Compiled instead of the rest of cuda/ (cmake/cuda.cmake).
+#include "cuda/cuda_backend.h"
+#include "engine/error.h"
+
+namespace zinf::cuda {
+
+bool CudaBuilt() { return false; }
+
+std::string CudaUnavailableReason() {
+  return "this zinf was built without the CUDA backend (no nvcc found when it was configured)";
+}
+
+std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint&, const ModelLimits&, const CudaOptions&) {
+  Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
+       CudaUnavailableReason());
+}
+
+}  // namespace zinf::cuda

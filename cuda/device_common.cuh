@@ -1,0 +1,90 @@
+// Device-side helpers shared by the kernels: reading one weight element of any stored type, and
+// block-wide reductions.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/kernels.h"
+
+namespace zinf::cuda::kernels {
+
+// Element (row, col) of a weight, dequantised to f32 exactly as engine/quantized.cpp does.
+__device__ inline float LoadWeight(const WeightRef& w, int64_t row, int64_t col) {
+  const auto* bytes = static_cast<const uint8_t*>(w.data);
+  switch (w.type) {
+    case WeightType::kF32:
+      return static_cast<const float*>(w.data)[row * w.cols + col];
+    case WeightType::kF16:
+      return __half2float(static_cast<const __half*>(w.data)[row * w.cols + col]);
+    case WeightType::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(w.data)[row * w.cols + col]);
+    case WeightType::kI8: {
+      const float scale = reinterpret_cast<const float*>(bytes + w.scales_offset)[row];
+      return static_cast<float>(static_cast<int8_t>(bytes[row * w.row_bytes + col])) * scale;
+    }
+    case WeightType::kQ4: {
+      // 32-element blocks: byte j holds element j (low nibble) and element j + 16 (high nibble).
+      const int64_t block = col / 32, in_block = col % 32;
+      const uint8_t byte = bytes[row * w.row_bytes + block * 16 + (in_block % 16)];
+      const int nibble = in_block < 16 ? (byte & 0x0f) : (byte >> 4);
+      const auto* params = reinterpret_cast<const __half*>(bytes + w.scales_offset) +
+                           (row * w.groups + col / w.group_size) * 2;
+      return fmaf(static_cast<float>(nibble), __half2float(params[0]), __half2float(params[1]));
+    }
+  }
+  return 0.0f;
+}
+
+// A vector weight (norm scale or bias), element i; 0 when the weight is absent.
+__device__ inline float LoadVector(const WeightRef& w, int64_t i) {
+  return w.data == nullptr ? 0.0f : LoadWeight(w, 0, i);
+}
+
+__device__ inline float WarpSum(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+__device__ inline float WarpMax(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  return value;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// `scratch` holds 32 floats of shared memory; the call ends with a barrier, so it can be reused.
+__device__ inline float BlockSum(float value, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  value = WarpSum(value);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  float total = lane < warps ? scratch[lane] : 0.0f;
+  total = WarpSum(total);
+  __syncthreads();
+  return total;
+}
+
+__device__ inline float BlockMax(float value, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  value = WarpMax(value);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  float result = lane < warps ? scratch[lane] : -INFINITY;
+  result = WarpMax(result);
+  __syncthreads();
+  return result;
+}
+
+// Blocks for `count` elements at `threads` per block, capped so the grid stays legal.
+inline unsigned GridFor(int64_t count, int threads) {
+  const int64_t blocks = (count + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 65535 * 64 ? (blocks > 0 ? blocks : 1) : 65535 * 64);
+}
+
+}  // namespace zinf::cuda::kernels

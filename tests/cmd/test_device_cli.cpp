@@ -1,0 +1,44 @@
+// --device as a user meets it: a bad name is refused, and --device cuda either runs (a GPU and a
+// CUDA build) or fails with an error that says why and offers --device cpu — never a crash.
+#include <catch2/catch.hpp>
+
+#include "tests/cmd/cli_harness.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("generate --device: unknown names refused, cuda runs or explains itself") {
+  const std::string dir = MakeTempDir("cli-device");
+  WriteFile(dir + "/prompts.txt", "Once upon a time\n");
+  const std::vector<std::string> base = {"generate", "--model", ConvertedStories260KDir(),
+                                         "--prompts", dir + "/prompts.txt", "--max-new-tokens", "4"};
+  std::vector<std::string> tpu = base;
+  tpu.insert(tpu.end(), {"--out", dir + "/tpu.jsonl", "--device", "tpu"});
+  const CliResult bad = RunZinf(tpu);
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.err, Contains("--device: 'tpu' is not one of cpu, cuda"));
+
+  std::vector<std::string> compute = base;
+  compute.insert(compute.end(), {"--out", dir + "/c.jsonl", "--device", "cuda", "--gpu-compute", "fp8"});
+  const CliResult bad_compute = RunZinf(compute);
+  CHECK(bad_compute.exit_code != 0);
+  CHECK_THAT(bad_compute.err, Contains("--gpu-compute: 'fp8' is not one of bf16, f32"));
+
+  std::vector<std::string> cuda = base;
+  cuda.insert(cuda.end(), {"--out", dir + "/cuda.jsonl", "--device", "cuda", "--gpu-compute", "f32"});
+  const CliResult result = RunZinf(cuda);
+  if (result.exit_code == 0) {
+    // A GPU: the same tokens as the CPU backend.
+    std::vector<std::string> cpu = base;
+    cpu.insert(cpu.end(), {"--out", dir + "/cpu.jsonl"});
+    REQUIRE(RunZinf(cpu).exit_code == 0);
+    CHECK(ReadFile(dir + "/cuda.jsonl") == ReadFile(dir + "/cpu.jsonl"));
+  } else {
+    CHECK_THAT(result.err, Contains("--device cuda") && Contains("--device cpu"));
+    CHECK_THAT(result.err, !Contains("internal error"));
+  }
+}
+
+}  // namespace zinf::testing

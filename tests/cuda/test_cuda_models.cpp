@@ -1,0 +1,155 @@
+// Whole models on the CUDA backend: stories260K's golden greedy ids with f32 compute, bf16
+// compute agreeing with the CPU's greedy tokens, the random checkpoints of both families, and the
+// quantized and int8-KV variants against the CPU backend.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "cuda/cuda_backend.h"
+#include "tests/engine/harness.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+namespace {
+
+BackendFactory Cuda(cuda::ComputeType compute) {
+  return [compute](const Checkpoint& checkpoint, const ModelLimits& limits) {
+    cuda::CudaOptions options;
+    options.compute = compute;
+    return cuda::CreateCudaBackend(checkpoint, limits, options);
+  };
+}
+
+std::vector<nlohmann::json> GoldenGreedy() {
+  std::ifstream file(std::string(ZINF_SOURCE_DIR) + "/models/stories260K/golden/greedy.jsonl");
+  REQUIRE(file.good());
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  while (std::getline(file, line)) {
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  }
+  return lines;
+}
+
+std::vector<Request> GoldenRequests(int max_new_tokens) {
+  std::vector<Request> requests;
+  for (const nlohmann::json& golden : GoldenGreedy()) {
+    requests.push_back(GreedyRequest(std::to_string(requests.size()), golden["prompt_ids"],
+                                     max_new_tokens));
+  }
+  return requests;
+}
+
+int ArgMax(const std::vector<float>& logits) {
+  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+double MaxRelativeLogitError(const std::vector<float>& actual, const std::vector<float>& expected) {
+  double error = 0, magnitude = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!std::isfinite(actual[i])) return INFINITY;
+    error = std::max(error, std::abs(static_cast<double>(actual[i]) - expected[i]));
+    magnitude = std::max(magnitude, std::abs(static_cast<double>(expected[i])));
+  }
+  return error / std::max(1.0, magnitude);
+}
+
+}  // namespace
+
+TEST_CASE("cuda stories260K with f32 compute: greedy ids equal the golden ids") {
+  const std::vector<nlohmann::json> golden = GoldenGreedy();
+  const std::vector<Request> requests = GoldenRequests(32);
+  for (const int batch_size : {1, 8}) {
+    EngineSettings settings;
+    settings.batch_size = batch_size;
+    settings.make_backend = Cuda(cuda::ComputeType::kF32);
+    const std::vector<Completion> completions = Generate(Stories260K(), requests, settings);
+    for (size_t i = 0; i < golden.size(); ++i) {
+      INFO("prompt " << golden[i]["prompt"] << ", batch " << batch_size);
+      CHECK(completions[i].token_ids == golden[i]["greedy_ids"].get<std::vector<TokenId>>());
+    }
+  }
+}
+
+TEST_CASE("cuda stories260K with bf16 compute picks the CPU's greedy token at >= 99% of positions") {
+  int total = 0, same = 0;
+  for (const Request& request : GoldenRequests(32)) {
+    const std::vector<TokenId> reference = Generate(Stories260K(), {request}, {})[0].token_ids;
+    std::vector<TokenId> prefix = request.prompt_ids;
+    for (const TokenId token : reference) {
+      same += ArgMax(LastLogits(Stories260K(), prefix, Cuda(cuda::ComputeType::kBf16))) == token;
+      prefix.push_back(token);
+      ++total;
+    }
+  }
+  const double agreement = static_cast<double>(same) / total;
+  WARN("bf16 compute vs CPU f32: teacher-forced greedy agreement " << agreement << " over " << total
+                                                                    << " positions");
+  CHECK(agreement >= 0.99);
+}
+
+TEST_CASE("cuda: random checkpoints of both families match the CPU backend's logits") {
+  struct Case {
+    RandomModelSpec spec;
+    std::string name;
+  };
+  RandomModelSpec llama;
+  llama.num_heads = 4;
+  llama.num_kv_heads = 1;
+  const Case cases[] = {{llama, "cuda-llama-gqa"},   {LlamaWithBiasSpec(), "cuda-llama-bias"},
+                        {Qwen2Spec(), "cuda-qwen2"},   {Qwen3Spec(), "cuda-qwen3"},
+                        {OptSpec(), "cuda-opt"}};
+  const std::vector<TokenId> prompt = {1, 403, 407, 261, 378, 17, 250, 499, 3, 77, 12};
+  for (const Case& c : cases) {
+    const std::string hf_dir = MakeTempDir(c.name + "-hf");
+    WriteRandomHfCheckpoint(hf_dir, c.spec);
+    const LoadedModel model = ConvertAndLoad(hf_dir, c.name + "-zinf");
+    const std::vector<float> cpu = LastLogits(model, prompt);
+    INFO(c.name);
+    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kF32)), cpu) < 1e-4);
+    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kBf16)), cpu) < 3e-2);
+    // Greedy decoding through the generator, KV cache and refill: the CPU's tokens.
+    EngineSettings settings;
+    settings.make_backend = Cuda(cuda::ComputeType::kF32);
+    const Request request = GreedyRequest("0", prompt, 8);
+    CHECK(Generate(model, {request}, settings)[0].token_ids ==
+          Generate(model, {request}, {})[0].token_ids);
+  }
+}
+
+TEST_CASE("cuda: int8 and int4 checkpoints and the int8 KV cache give the CPU's greedy ids") {
+  const std::vector<Request> requests = GoldenRequests(24);
+  const LoadedModel int8 = Stories260KAs(DType::kI8);
+  const LoadedModel int4 = Stories260KAs(DType::kQ4, 32);
+  struct Case {
+    const LoadedModel* model;
+    DType kv_dtype;
+    const char* name;
+  };
+  const Case cases[] = {{&int8, DType::kF32, "int8 weights"},
+                        {&int4, DType::kF32, "int4-g32 weights"},
+                        {&Stories260K(), DType::kI8, "int8 KV cache"}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    EngineSettings cpu_settings;
+    cpu_settings.kv_dtype = c.kv_dtype;
+    EngineSettings gpu_settings = cpu_settings;
+    gpu_settings.make_backend = Cuda(cuda::ComputeType::kF32);
+    const std::vector<Completion> cpu = Generate(*c.model, requests, cpu_settings);
+    const std::vector<Completion> gpu = Generate(*c.model, requests, gpu_settings);
+    int same = 0, total = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const auto diverge = std::mismatch(cpu[i].token_ids.begin(), cpu[i].token_ids.end(),
+                                         gpu[i].token_ids.begin(), gpu[i].token_ids.end());
+      same += static_cast<int>(diverge.first - cpu[i].token_ids.begin());
+      total += static_cast<int>(cpu[i].token_ids.size());
+    }
+    CHECK(same == total);
+  }
+}
+
+}  // namespace zinf::testing
