@@ -5,11 +5,11 @@
 #include "engine/cpu_matmul.h"
 
 #include "engine/cpu_matmul_quant.h"
+#include "engine/cpu_tiling.h"
 #include "engine/quantized.h"
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -106,62 +106,22 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
   }
 }
 
-// One kRows × kTokens tile of outputs at (row r, token t), bias added.
-template <DType kDType, int kRows, int kTokens>
-inline void StoreTile(const float* x, int64_t x_stride, const Weight& w, int64_t r, int64_t t,
-                      const float* biases, float* out, int64_t out_stride) {
-  float results[kRows][kTokens];
-  DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, w.cols / 8 * 8, results);
-  for (int i = 0; i < kRows; ++i)
-    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + biases[i];
-}
-
-// Rows [r, r + kRows) for tokens [t, t_end): full kRows × kTokens tiles, then one narrower tile
-// for the tokens left over.
-template <DType kDType, int kRows, int kTokens>
-void RowGroup(const float* x, int64_t x_stride, int64_t t, int64_t t_end, const Weight& w,
-              const Weight& bias, float* out, int64_t out_stride, int64_t r) {
-  float biases[kRows];
-  for (int i = 0; i < kRows; ++i) biases[i] = bias ? WeightValue(bias, r + i) : 0.0f;
-  for (; t + kTokens <= t_end; t += kTokens) {
-    StoreTile<kDType, kRows, kTokens>(x, x_stride, w, r, t, biases, out, out_stride);
-  }
-  static_assert(kTokens <= 4, "leftover tiles cover at most 3 tokens");
-  switch (t_end - t) {
-    case 1: StoreTile<kDType, kRows, 1>(x, x_stride, w, r, t, biases, out, out_stride); break;
-    case 2:
-      if constexpr (kTokens > 2) StoreTile<kDType, kRows, 2>(x, x_stride, w, r, t, biases, out, out_stride);
-      break;
-    case 3:
-      if constexpr (kTokens > 3) StoreTile<kDType, kRows, 3>(x, x_stride, w, r, t, biases, out, out_stride);
-      break;
-    default: break;
-  }
-}
-
 template <DType kDType>
 void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end) {
   // Many tokens: 3 rows × 4 tokens is 12 accumulators + 3 weight vectors + 1 activation vector,
-  // exactly the 16 ymm registers (4 × 3 spilled one). Tokens go in blocks whose activations
-  // (~768 KiB) stay in L2 while every weight row of this thread's range passes over them.
-  // One token (decode): 4 independent rows hide the FMA latency.
-  constexpr int kRows = 3, kTokens = 4, kDecodeRows = 4;
-  const int64_t block = std::max<int64_t>(kTokens, (int64_t{768} << 10) / (w.cols * 4) / kTokens * kTokens);
-  for (int64_t t = 0; t < num_tokens; t += block) {
-    const int64_t t_end = std::min(num_tokens, t + block);
-    int64_t r = row_begin;
-    if (t_end - t == 1) {
-      for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
-        RowGroup<kDType, kDecodeRows, 1>(x, x_stride, t, t_end, w, bias, out, out_stride, r);
-      }
+  // exactly the 16 ymm registers (4 × 3 spilled one). One token: 4 independent rows.
+  const int64_t body = w.cols / 8 * 8;
+  ForEachTile<3, 4, 4>(num_tokens, row_begin, row_end, w.cols * 4,
+                       [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+    float results[kRows][kTokens];
+    DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, body, results);
+    for (int i = 0; i < kRows; ++i) {
+      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+      for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
     }
-    for (; r + kRows <= row_end; r += kRows) {
-      RowGroup<kDType, kRows, kTokens>(x, x_stride, t, t_end, w, bias, out, out_stride, r);
-    }
-    for (; r < row_end; ++r) RowGroup<kDType, 1, kTokens>(x, x_stride, t, t_end, w, bias, out, out_stride, r);
-  }
+  });
 }
 
 #pragma GCC pop_options

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "engine/cpu_matmul.h"
+#include "engine/cpu_tiling.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
@@ -219,34 +220,22 @@ template <DType kDType>
 void MatMulAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                 int64_t row_end) {
-  // 4 rows × 2 tokens: 8 accumulators, 4 dequantized runs and (int4) 8 group parameters fill
-  // the 16 ymm registers; one token still gets 4 independent rows to hide FMA latency.
-  constexpr int kRows = 4, kTokens = 2;
   const QuantRows rows(w);
-  auto store = [&](int64_t r, int64_t t, float dot) {
-    out[t * out_stride + r] = dot + (bias ? WeightValue(bias, r) : 0.0f);
+  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+    float results[kRows][kTokens];
+    QuantTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, rows, r, results);
+    for (int i = 0; i < kRows; ++i) {
+      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+      for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
+    }
   };
-  int64_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) {
-    int64_t t = 0;
-    for (; t + kTokens <= num_tokens; t += kTokens) {
-      float results[kRows][kTokens];
-      QuantTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, rows, r, results);
-      for (int i = 0; i < kRows; ++i)
-        for (int j = 0; j < kTokens; ++j) store(r + i, t + j, results[i][j]);
-    }
-    for (; t < num_tokens; ++t) {
-      float results[kRows][1];
-      QuantTile<kDType, kRows, 1>(x + t * x_stride, x_stride, rows, r, results);
-      for (int i = 0; i < kRows; ++i) store(r + i, t, results[i][0]);
-    }
-  }
-  for (; r < row_end; ++r) {
-    for (int64_t t = 0; t < num_tokens; ++t) {
-      float results[1][1];
-      QuantTile<kDType, 1, 1>(x + t * x_stride, x_stride, rows, r, results);
-      store(r, t, results[0][0]);
-    }
+  // Registers (16 ymm): int8 3 rows × 4 tokens = 12 accumulators + 3 dequantized runs + 1
+  // activation; int4 also holds a scale and a minimum per row, so 2 × 4 = 8 + 2 + 4 + 1. One
+  // token: 4 independent rows.
+  if constexpr (kDType == DType::kI8) {
+    ForEachTile<3, 4, 4>(num_tokens, row_begin, row_end, w.cols * 4, tile);
+  } else {
+    ForEachTile<2, 4, 4>(num_tokens, row_begin, row_end, w.cols * 4, tile);
   }
 }
 
