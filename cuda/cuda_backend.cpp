@@ -32,7 +32,9 @@ float* Floats(Tensor t) { return static_cast<float*>(t.data); }
 
 CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,
                          const CudaOptions& options)
-    : plan_(PlanCudaMemory(checkpoint, limits, options.compute)), compute_(options.compute) {
+    : plan_(PlanCudaMemory(checkpoint, limits, options.compute)),
+      compute_(options.compute),
+      device_(options.device) {
   int device_count = 0;
   CheckCuda(cudaGetDeviceCount(&device_count), "looking for a GPU");
   if (options.device < 0 || options.device >= device_count) {
@@ -53,7 +55,9 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   spdlog::info("{}", plan_.Summary());
   pool_ = std::make_unique<DevicePool>(needed + options.extra_pool_bytes, plan_.Summary());
   CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+  stream_owner_.reset(stream_);
   CheckCublas(cublasCreate(&cublas_), "creating the cuBLAS handle");
+  cublas_owner_.reset(cublas_);
   CheckCublas(cublasSetStream(cublas_, stream_), "binding cuBLAS to the stream");
   constexpr uint64_t kWorkspace = 32ull << 20;
   CheckCublas(cublasSetWorkspace(cublas_, pool_->Allocate(kWorkspace, "the cuBLAS workspace"),
@@ -62,6 +66,7 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
 
   // A first launch finds a build without code for this GPU here rather than mid-step.
   float* probe = static_cast<float*>(pool_->Allocate(sizeof(float), "a probe"));
+  CheckCuda(cudaMemsetAsync(probe, 0, sizeof(float), stream_), "clearing the probe");
   CheckCuda(kn::Relu(probe, 1, stream_), "a first kernel launch");
   CheckCuda(cudaStreamSynchronize(stream_), "a first kernel launch");
 
@@ -75,11 +80,6 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   row_slots_ = MakeInts(rows, "row slots");
   row_positions_ = MakeInts(rows, "row positions");
   gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
-}
-
-CudaBackend::~CudaBackend() {
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 CudaBackend::DeviceInts CudaBackend::MakeInts(size_t capacity, const char* what) {
@@ -107,7 +107,7 @@ const int* CudaBackend::Upload(DeviceInts& buffer, std::span<const int> values, 
 kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
   int rows = 0;
   for (const SequenceChunk& chunk : chunks) rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
-  std::vector<int> slots(rows, 0), positions(rows, 0);
+  std::vector<int> slots(rows, -1), positions(rows, 0);  // rows of no chunk stay untouched
   for (const SequenceChunk& chunk : chunks) {
     ZINF_CHECK(chunk.kv_slot >= 0 && chunk.kv_slot < kv_shape_.num_slots, "KV slot {} of {}",
                chunk.kv_slot, kv_shape_.num_slots);
@@ -139,9 +139,13 @@ void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
     Fail("KV cache dtype {} is not supported on CUDA; use f32 or int8", DTypeName(shape.dtype));
   }
   kv_shape_ = shape;
+  // An f32 cache is held in the compute type (bf16 halves it, as the planner assumes).
+  kv_type_ = shape.dtype == DType::kI8          ? kn::KvType::kI8
+             : compute_ == ComputeType::kBf16 ? kn::KvType::kBF16
+                                              : kn::KvType::kF32;
   const uint64_t rows = static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
   const uint64_t elements = rows * shape.num_kv_heads * shape.head_dim;
-  const uint64_t element_bytes = shape.dtype == DType::kI8 ? 1 : 4;
+  const uint64_t element_bytes = KvElementBytes();
   keys_ = pool_->Allocate(elements * element_bytes, "the KV cache's keys");
   values_ = pool_->Allocate(elements * element_bytes, "the KV cache's values");
   if (shape.dtype == DType::kI8) {
@@ -150,16 +154,25 @@ void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
   }
 }
 
+uint64_t CudaBackend::KvElementBytes() const {
+  switch (kv_type_) {
+    case kn::KvType::kF32: return 4;
+    case kn::KvType::kBF16: return 2;
+    case kn::KvType::kI8: return 1;
+  }
+  return 4;
+}
+
 kn::KvLayer CudaBackend::KvLayerView(int layer) const {
   ZINF_CHECK(layer >= 0 && layer < kv_shape_.num_layers, "layer {} of {}", layer, kv_shape_.num_layers);
   const int64_t layer_rows = static_cast<int64_t>(kv_shape_.num_slots) * kv_shape_.max_context;
   const int64_t layer_elements = layer_rows * kv_shape_.num_kv_heads * kv_shape_.head_dim;
   kn::KvLayer view;
-  view.int8 = kv_shape_.dtype == DType::kI8;
-  const int64_t element_bytes = view.int8 ? 1 : 4;
+  view.type = kv_type_;
+  const int64_t element_bytes = static_cast<int64_t>(KvElementBytes());
   view.keys = static_cast<std::byte*>(keys_) + layer * layer_elements * element_bytes;
   view.values = static_cast<std::byte*>(values_) + layer * layer_elements * element_bytes;
-  if (view.int8) {
+  if (view.type == kn::KvType::kI8) {
     view.key_scales = key_scales_ + layer * layer_rows * kv_shape_.num_kv_heads;
     view.value_scales = value_scales_ + layer * layer_rows * kv_shape_.num_kv_heads;
   }
@@ -182,17 +195,24 @@ const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
                             stream_),
             "copying " + what + " to the GPU");
   if (compute_ == ComputeType::kBf16) {
-    // f32 matrices become bf16 in place (in the first half of their bytes), via the scratch.
+    // f32 matrices become bf16 in place (in the first half of their bytes), a scratch-sized
+    // chunk at a time from the front: chunk [a, b)'s bf16 lands on f32 bytes of elements below b,
+    // all copied to the scratch already, so nothing is overwritten before it is read.
+    const int64_t chunk = static_cast<int64_t>(plan_.matrix_scratch_bytes / sizeof(float));
     for (const TensorInfo& tensor : extent.info->tensors) {
       if (tensor.dtype != DType::kF32 || tensor.shape.size() != 2) continue;
+      ZINF_CHECK(chunk > 0 && matrix_buffer_ != nullptr, "no conversion scratch planned");
       std::byte* at = base + tensor.offset_in_extent;
       const int64_t count = tensor.rows() * tensor.cols();
-      CheckCuda(cudaMemcpyAsync(matrix_buffer_, at, count * sizeof(float), cudaMemcpyDeviceToDevice,
-                                stream_),
-                "staging " + what);
-      Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), count, kn::GemmType::kBF16,
-                           at, stream_),
-               "converting weights to bf16");
+      for (int64_t begin = 0; begin < count; begin += chunk) {
+        const int64_t size = std::min(chunk, count - begin);
+        CheckCuda(cudaMemcpyAsync(matrix_buffer_, at + begin * sizeof(float), size * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_),
+                  "staging " + what);
+        Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
+                             at + begin * 2, stream_),
+                 "converting weights to bf16");
+      }
       converted_.insert(at);
     }
   }
@@ -230,11 +250,16 @@ CudaBackend::GemmOperand CudaBackend::PrepareWeight(const Weight& w) {
   }
   // Quantized: dequantised whole into the scratch, then an ordinary GEMM.
   const kn::GemmType type = compute_ == ComputeType::kF32 ? kn::GemmType::kF32 : kn::GemmType::kBF16;
+  const uint64_t bytes = static_cast<uint64_t>(w.rows * w.cols) * (type == kn::GemmType::kF32 ? 4 : 2);
+  ZINF_CHECK(matrix_buffer_ != nullptr && bytes <= plan_.matrix_scratch_bytes,
+             "a {}x{} quantized matrix needs {} bytes of scratch; {} planned", w.rows, w.cols, bytes,
+             plan_.matrix_scratch_bytes);
   Launched(kn::DequantizeMatrix(ref, type, matrix_buffer_, stream_), "dequantizing a matrix");
   return {matrix_buffer_, type};
 }
 
 void CudaBackend::Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) {
+  CheckCuda(cudaSetDevice(device_), "selecting the GPU");
   for (const TokenId id : token_ids) {
     if (id < 0 || id >= table.rows) {
       Fail("token id {} is outside the vocabulary (0..{})", id, table.rows - 1);
@@ -265,6 +290,9 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
   const GemmOperand weight = PrepareWeight(w);
   const void* input = x.data;
   if (weight.type != kn::GemmType::kF32) {
+    ZINF_CHECK(static_cast<uint64_t>(x.rows * x.cols) * 2 <= plan_.gemm_input_bytes,
+               "a [{},{}] GEMM input exceeds the {} bytes planned", x.rows, x.cols,
+               plan_.gemm_input_bytes);
     Launched(kn::CastF32(Floats(x), x.rows * x.cols, weight.type, cast_buffer_, stream_),
              "casting a GEMM input");
     input = cast_buffer_;
@@ -305,12 +333,15 @@ void CudaBackend::AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, 
 
 void CudaBackend::SetRopeTables(std::span<const float> cos, std::span<const float> sin,
                                 int head_dim) {
-  ZINF_CHECK(cos.size() == sin.size() && head_dim > 0 && cos.size() % (head_dim / 2) == 0,
+  ZINF_CHECK(cos.size() == sin.size() && head_dim >= 2 && cos.size() % (head_dim / 2) == 0,
              "rope tables of {} and {} for head_dim {}", cos.size(), sin.size(), head_dim);
   if (rope_cos_ == nullptr) {
     rope_cos_ = static_cast<float*>(pool_->Allocate(cos.size_bytes(), "the RoPE cos table"));
     rope_sin_ = static_cast<float*>(pool_->Allocate(sin.size_bytes(), "the RoPE sin table"));
+    rope_capacity_ = cos.size();
   }
+  ZINF_CHECK(cos.size() <= rope_capacity_, "rope tables of {} floats exceed the {} allocated",
+             cos.size(), rope_capacity_);
   CheckCuda(cudaMemcpyAsync(rope_cos_, cos.data(), cos.size_bytes(), cudaMemcpyHostToDevice, stream_),
             "RoPE table");
   CheckCuda(cudaMemcpyAsync(rope_sin_, sin.data(), sin.size_bytes(), cudaMemcpyHostToDevice, stream_),
@@ -390,6 +421,7 @@ void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
 }
 
 void CudaBackend::CopyFromHost(std::span<const float> host, Tensor x) {
+  CheckCuda(cudaSetDevice(device_), "selecting the GPU");
   ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
   // Pageable source: staged before the call returns, so the caller may reuse it at once.
   CheckCuda(cudaMemcpyAsync(x.data, host.data(), x.rows * x.cols * sizeof(float),

@@ -41,7 +41,9 @@ struct CudaMemoryPlan {
   uint64_t scratch_bytes = 0;  // GEMM input casts, dequantised matrices, cuBLAS workspace
   // Parts of scratch_bytes the backend allocates by these sizes:
   uint64_t gemm_input_bytes = 0;     // a step's widest GEMM input, cast to f16/bf16
-  uint64_t matrix_scratch_bytes = 0; // the largest matrix dequantised or awaiting conversion, f32
+  // The largest matrix dequantised (in the compute type), or one chunk of an f32 matrix on its
+  // way to bf16 at upload.
+  uint64_t matrix_scratch_bytes = 0;
   uint64_t total() const { return weight_bytes + kv_bytes + activation_bytes + scratch_bytes; }
   std::string Summary() const;
 };

@@ -21,8 +21,9 @@ namespace zinf::cuda {
 // Not thread-safe (one driving thread, like every Backend).
 class CudaBackend final : public Backend {
  public:
+  // Ops must run on the thread that constructed the backend or one that has selected the same
+  // device; Embed and CopyFromHost (the first op of a step or test) select it again.
   CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits, const CudaOptions& options);
-  ~CudaBackend() override;
   std::string name() const override { return name_; }
 
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
@@ -73,20 +74,32 @@ class CudaBackend final : public Backend {
   kernels::WeightRef Ref(const Weight& w) const;
   GemmOperand PrepareWeight(const Weight& w);
   kernels::KvLayer KvLayerView(int layer) const;
+  uint64_t KvElementBytes() const;
   void Launched(cudaError_t status, const char* op);
+
+  struct StreamDeleter {
+    void operator()(cudaStream_t stream) const { cudaStreamDestroy(stream); }
+  };
+  struct CublasDeleter {
+    void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
+  };
 
   CudaMemoryPlan plan_;
   ComputeType compute_;
+  int device_ = 0;
   std::string name_;
   std::unique_ptr<DevicePool> pool_;  // declared before the handles: destroyed after them
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<CUstream_st, StreamDeleter> stream_owner_;
+  std::unique_ptr<cublasContext, CublasDeleter> cublas_owner_;
+  cudaStream_t stream_ = nullptr;  // stream_owner_'s
+  cublasHandle_t cublas_ = nullptr;  // cublas_owner_'s
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix
   DeviceInts token_ids_, positions_, row_slots_, row_positions_, gather_rows_;
 
   KvCacheShape kv_shape_;
+  kernels::KvType kv_type_ = kernels::KvType::kF32;
   void* keys_ = nullptr;
   void* values_ = nullptr;
   float* key_scales_ = nullptr;
@@ -94,6 +107,7 @@ class CudaBackend final : public Backend {
 
   float* rope_cos_ = nullptr;
   float* rope_sin_ = nullptr;
+  size_t rope_capacity_ = 0;  // floats per table
   int rope_head_dim_ = 0;
   int64_t rope_positions_ = 0;
 

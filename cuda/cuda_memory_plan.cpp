@@ -15,6 +15,9 @@ constexpr uint64_t kPoolAlignment = 256;
 // cuBLAS's recommended workspace on Hopper.
 constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
 
+// f32 matrices are converted to bf16 through the scratch this many elements at a time.
+constexpr uint64_t kConversionChunk = uint64_t{16} << 20;
+
 uint64_t Aligned(uint64_t bytes) { return (bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment; }
 
 }  // namespace
@@ -37,16 +40,17 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
   const ModelConfig& c = checkpoint.config;
   CudaMemoryPlan plan;
   // Weights: every extent resident, converted in place when f32 is computed in bf16.
-  int64_t largest_matrix = 0;  // elements of the largest matrix needing a scratch copy
-  bool any_scratch_matrix = false;
+  const uint64_t dequantized_bytes = compute == ComputeType::kF32 ? 4 : 2;
   for (const ExtentInfo& extent : checkpoint.extents) {
     plan.weight_bytes += Aligned(extent.padded_bytes);
     for (const TensorInfo& tensor : extent.tensors) {
-      const bool converted = tensor.dtype == DType::kF32 && tensor.shape.size() == 2 &&
-                             compute == ComputeType::kBf16;
-      if (converted || IsQuantized(tensor.dtype)) {
-        largest_matrix = std::max(largest_matrix, tensor.rows() * tensor.cols());
-        any_scratch_matrix = true;
+      const uint64_t elements = static_cast<uint64_t>(tensor.rows()) * tensor.cols();
+      if (IsQuantized(tensor.dtype)) {  // dequantised whole before each product
+        plan.matrix_scratch_bytes = std::max(plan.matrix_scratch_bytes, elements * dequantized_bytes);
+      } else if (tensor.dtype == DType::kF32 && tensor.shape.size() == 2 &&
+                 compute == ComputeType::kBf16) {  // converted at upload, a chunk at a time
+        plan.matrix_scratch_bytes =
+            std::max(plan.matrix_scratch_bytes, std::min<uint64_t>(elements, kConversionChunk) * 4);
       }
     }
   }
@@ -57,8 +61,8 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
     const uint64_t scales = static_cast<uint64_t>(kv.num_layers) * kv.num_slots * kv.max_context *
                             kv.num_kv_heads;
     plan.kv_bytes = 2 * (Aligned(kv_elements) + Aligned(scales * 4));
-  } else {
-    plan.kv_bytes = 2 * Aligned(kv_elements * 4);
+  } else {  // an "f32" cache is held in the compute type: bf16 under bf16 compute
+    plan.kv_bytes = 2 * Aligned(kv_elements * (compute == ComputeType::kF32 ? 4 : 2));
   }
   // 16 activations at most, each aligned.
   plan.activation_bytes = Aligned(static_cast<uint64_t>(Model::ActivationFloats(c, limits)) * 4) +
@@ -69,7 +73,6 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
   const int64_t widest_input = std::max({c.hidden_size, c.q_dim(), c.intermediate_size, c.embed_dim()});
   const int64_t input_rows = std::max<int64_t>(limits.max_tokens_per_step, limits.logit_rows());
   plan.gemm_input_bytes = static_cast<uint64_t>(input_rows) * widest_input * 4;
-  plan.matrix_scratch_bytes = any_scratch_matrix ? static_cast<uint64_t>(largest_matrix) * 4 : 0;
   const uint64_t row_maps = static_cast<uint64_t>(limits.max_tokens_per_step + limits.logit_rows()) * 4 * 4;
   const uint64_t rope_table = static_cast<uint64_t>(limits.max_context) * (c.head_dim / 2) * 4;
   plan.scratch_bytes = Aligned(plan.gemm_input_bytes) + Aligned(plan.matrix_scratch_bytes) + Aligned(row_maps) +

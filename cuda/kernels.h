@@ -27,20 +27,24 @@ struct WeightRef {
 // The float types a GEMM reads its operands in.
 enum class GemmType : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
 
-// One layer's KV cache: [slot][position][kv_dim] keys and values, f32 or int8 with a scale per
-// (slot, position, KV head).
+// How the KV cache stores values: f32 (f32 compute), bf16 (bf16 compute: half the memory, the
+// planner's assumption), or int8 with a scale per (slot, position, KV head).
+enum class KvType : int { kF32 = 0, kBF16 = 1, kI8 = 2 };
+
+// One layer's KV cache: [slot][position][kv_dim] keys and values.
 struct KvLayer {
   void* keys = nullptr;
   void* values = nullptr;
   float* key_scales = nullptr;  // int8 only
   float* value_scales = nullptr;
-  bool int8 = false;
+  KvType type = KvType::kF32;
   int max_context = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
 };
 
-// Each step row's KV slot and position, uploaded once per step.
+// Each step row's KV slot (-1: the row belongs to no sequence and is left alone) and position,
+// uploaded once per step.
 struct RowMap {
   const int* slot = nullptr;
   const int* position = nullptr;

@@ -15,21 +15,27 @@ __device__ inline int64_t CacheRow(const KvLayer& kv, int slot, int position) {
   return static_cast<int64_t>(slot) * kv.max_context + position;
 }
 
-// One (row, KV head) per block: copies f32 heads, or quantises them symmetrically to int8 with
-// the scale max|x| / 127 exactly as engine/cpu_kv_cache.cpp does.
+// One (row, KV head) per block: copies f32 heads, rounds them to bf16, or quantises them
+// symmetrically to int8 with the scale max|x| / 127 exactly as engine/cpu_kv_cache.cpp does.
 __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ k,
                               const float* __restrict__ v) {
   __shared__ float scratch[32];
   const int row = blockIdx.x, head = blockIdx.y;
+  if (map.slot[row] < 0) return;
   const int kv_dim = kv.num_kv_heads * kv.head_dim;
   const int64_t cache_row = CacheRow(kv, map.slot[row], map.position[row]);
   const int64_t source = static_cast<int64_t>(row) * kv_dim + static_cast<int64_t>(head) * kv.head_dim;
   const int64_t target = cache_row * kv_dim + static_cast<int64_t>(head) * kv.head_dim;
   for (int part = 0; part < 2; ++part) {
     const float* in = (part == 0 ? k : v) + source;
-    if (!kv.int8) {
+    if (kv.type == KvType::kF32) {
       float* out = static_cast<float*>(part == 0 ? kv.keys : kv.values) + target;
       for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) out[d] = in[d];
+      continue;
+    }
+    if (kv.type == KvType::kBF16) {
+      __nv_bfloat16* out = static_cast<__nv_bfloat16*>(part == 0 ? kv.keys : kv.values) + target;
+      for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) out[d] = __float2bfloat16_rn(in[d]);
       continue;
     }
     float max_abs = 0.0f;
@@ -51,7 +57,8 @@ __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ 
 __device__ inline float CacheValue(const KvLayer& kv, const void* data, const float* scales,
                                    int64_t cache_row, int head, int d) {
   const int64_t at = (cache_row * kv.num_kv_heads + head) * kv.head_dim + d;
-  if (!kv.int8) return static_cast<const float*>(data)[at];
+  if (kv.type == KvType::kF32) return static_cast<const float*>(data)[at];
+  if (kv.type == KvType::kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[at]);
   return static_cast<float>(static_cast<const int8_t*>(data)[at]) *
          scales[cache_row * kv.num_kv_heads + head];
 }
@@ -63,6 +70,7 @@ __global__ void __launch_bounds__(kThreads) AttentionKernel(KvLayer kv, RowMap m
   __shared__ float query[kMaxHeadDim];
   __shared__ float scores[kKeysPerTile];
   const int row = blockIdx.x, head = blockIdx.y;
+  if (map.slot[row] < 0) return;  // uniform across the block: no barrier is skipped by some only
   const int head_dim = kv.head_dim;
   const int kv_head = head / (num_heads / kv.num_kv_heads);
   const int slot = map.slot[row];

@@ -115,6 +115,28 @@ TEST_CASE("cuda op parity: RMSNorm and LayerNorm, plain and fused with the resid
   }
 }
 
+TEST_CASE("cuda op parity: norms of wide rows (several columns per thread), f16 weights, no bias") {
+  OpFixture fixture(OpTestConfig(4, 2, 40), SmallLimits(),
+                    {{"norm", DType::kF16, 1, 1000}, {"norm_bias", DType::kF16, 1, 1000}},
+                    cuda::ComputeType::kF32, 18);
+  const Weight cpu_norm = fixture.CpuWeight("norm"), gpu_norm = fixture.GpuWeight("norm");
+  TensorPair x = fixture.Random(5, 1000, 4.0f);
+  TensorPair rms = fixture.Poisoned(5, 1000), layer = fixture.Poisoned(5, 1000);
+  fixture.cpu().RmsNorm(x.cpu, cpu_norm, 1e-6f, rms.cpu);
+  fixture.gpu().RmsNorm(x.gpu, gpu_norm, 1e-6f, rms.gpu);
+  CHECK(fixture.RelativeError(rms) <= kF32);
+  fixture.cpu().LayerNorm(x.cpu, cpu_norm, {}, 1e-5f, layer.cpu);
+  fixture.gpu().LayerNorm(x.gpu, gpu_norm, {}, 1e-5f, layer.gpu);
+  CHECK(fixture.RelativeError(layer) <= kF32);
+  TensorPair residual = fixture.Random(5, 1000);
+  fixture.cpu().AddLayerNorm(x.cpu, residual.cpu, cpu_norm, fixture.CpuWeight("norm_bias"), 1e-5f,
+                             residual.cpu);
+  fixture.gpu().AddLayerNorm(x.gpu, residual.gpu, gpu_norm, fixture.GpuWeight("norm_bias"), 1e-5f,
+                             residual.gpu);
+  CHECK(fixture.RelativeError(x) <= kF32);
+  CHECK(fixture.RelativeError(residual) <= kF32);
+}
+
 TEST_CASE("cuda op parity: token and position embeddings from float and quantized tables") {
   struct Case {
     DType dtype;
@@ -123,11 +145,13 @@ TEST_CASE("cuda op parity: token and position embeddings from float and quantize
     double threshold;
   };
   // A 2-D f32 table is held in bf16 under bf16 compute, like every f32 matrix.
-  const Case cases[] = {{DType::kF32, 0, cuda::ComputeType::kF32, 1e-7},
+  // Dequantisation is exact on both sides, but nvcc fuses the position add with the int8 scale
+  // multiply into one FMA where the CPU rounds the product first: 1e-6, not 0.
+  const Case cases[] = {{DType::kF32, 0, cuda::ComputeType::kF32, 1e-6},
                         {DType::kF32, 0, cuda::ComputeType::kBf16, 8e-3},
-                        {DType::kF16, 0, cuda::ComputeType::kF32, 1e-7},
-                        {DType::kI8, 0, cuda::ComputeType::kF32, 1e-7},
-                        {DType::kQ4, 32, cuda::ComputeType::kBf16, 1e-7}};
+                        {DType::kF16, 0, cuda::ComputeType::kF32, 1e-6},
+                        {DType::kI8, 0, cuda::ComputeType::kF32, 1e-6},
+                        {DType::kQ4, 32, cuda::ComputeType::kBf16, 1e-6}};
   for (const Case& c : cases) {
     INFO("table " << DTypeName(c.dtype) << ", compute " << ComputeName(c.compute));
     OpFixture fixture(OpTestConfig(4, 2, 40), SmallLimits(),
@@ -172,14 +196,22 @@ TEST_CASE("cuda op parity: KV cache stores and causal attention over ragged chun
   struct Shape {
     int heads, kv_heads, head_dim;
   };
+  // KV caches: f32 (f32 compute), bf16 (an f32 cache under bf16 compute), int8 (either).
+  struct Kv {
+    DType dtype;
+    cuda::ComputeType compute;
+    double threshold;
+  };
   for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 256}, Shape{6, 3, 40}}) {
-    for (const DType kv_dtype : {DType::kF32, DType::kI8}) {
+    for (const Kv kv : {Kv{DType::kF32, cuda::ComputeType::kF32, kF32},
+                        Kv{DType::kF32, cuda::ComputeType::kBf16, kBf16},
+                        Kv{DType::kI8, cuda::ComputeType::kF32, 1e-4}}) {
       INFO(shape.heads << " heads, " << shape.kv_heads << " KV heads, head_dim " << shape.head_dim
-                       << ", KV " << DTypeName(kv_dtype));
+                       << ", KV " << DTypeName(kv.dtype) << ", compute " << ComputeName(kv.compute));
       ModelLimits limits = SmallLimits();
-      limits.kv_dtype = kv_dtype;
+      limits.kv_dtype = kv.dtype;
       OpFixture fixture(OpTestConfig(shape.heads, shape.kv_heads, shape.head_dim), limits,
-                        {{"unused", DType::kF32, 1, 8}}, cuda::ComputeType::kF32, 16);
+                        {{"unused", DType::kF32, 1, 8}}, kv.compute, 16);
       const int q_dim = shape.heads * shape.head_dim, kv_dim = shape.kv_heads * shape.head_dim;
       AttentionShape attention;
       attention.num_heads = shape.heads;
@@ -201,7 +233,7 @@ TEST_CASE("cuda op parity: KV cache stores and causal attention over ragged chun
         fixture.gpu().StoreKv(0, chunks, k.gpu, v.gpu);
         fixture.cpu().Attention(0, chunks, q.cpu, attention, out.cpu);
         fixture.gpu().Attention(0, chunks, q.gpu, attention, out.gpu);
-        CHECK(fixture.RelativeError(out) <= (kv_dtype == DType::kF32 ? kF32 : 1e-4));
+        CHECK(fixture.RelativeError(out) <= kv.threshold);
       }
     }
   }
