@@ -34,6 +34,8 @@ struct BenchOptions {
   std::string kv_dtype = "f32";
   std::string cpu_mem;
   DeviceChoice device;
+  int step_tokens = 512;
+  int micro_batch_tokens = 0;
   std::string csv_path, json_path, plot_path;
 };
 
@@ -188,7 +190,8 @@ void RunBench(const BenchOptions& options) {
               SessionOptions session;
               session.batch_size = batch;
               session.max_context = prompt.high + gen.high + 1;
-              session.step_tokens = 512;
+              session.step_tokens = options.step_tokens;
+              session.micro_batch_tokens = options.micro_batch_tokens;
               session.threads = options.threads;
               session.weights = weights;
               session.prefetch_depth = depth;
@@ -246,6 +249,11 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
       ->capture_default_str();
   command->add_option("--cpu-mem", options->cpu_mem, "DRAM budget for the planner (auto weights)");
+  command->add_option("--step-tokens", options->step_tokens, "most tokens per forward step")
+      ->capture_default_str();
+  command->add_option("--micro-batch-tokens", options->micro_batch_tokens,
+                      "rows per micro-batch of the block schedule (0: one per step)")
+      ->capture_default_str();
   AddDeviceOptions(command, options->device);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");

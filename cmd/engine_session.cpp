@@ -63,6 +63,11 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
                             : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
   limits_.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
   limits_.max_logit_rows = options.logit_rows_per_step;
+  if (options.micro_batch_tokens < 0) {
+    Fail("--micro-batch-tokens must be 0 (the whole step) or positive, got {}",
+         options.micro_batch_tokens);
+  }
+  limits_.micro_batch_tokens = options.micro_batch_tokens;
   if (options.kv_dtype != "f32" && options.kv_dtype != "int8") {
     Fail("--kv-dtype: '{}' is not one of f32, int8", options.kv_dtype);
   }

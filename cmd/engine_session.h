@@ -30,6 +30,7 @@ struct SessionOptions {
   int max_auto_batch = 256;
   int max_context = 0;   // 0: the model's max_position_embeddings, at most kDefaultMaxContext
   int step_tokens = 512;
+  int micro_batch_tokens = 0;  // 0: a step is one micro-batch
   int logit_rows_per_step = 0;  // 0: one per sequence; perplexity wants a whole step's
   std::string kv_dtype = "f32";  // f32 or int8
   int threads = 0;       // 0: all cores

@@ -244,6 +244,10 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_option("--step-tokens", session.step_tokens,
                       "most tokens per forward step (prompt chunks plus decode tokens)")
       ->capture_default_str();
+  command->add_option("--micro-batch-tokens", session.micro_batch_tokens,
+                      "rows per micro-batch: each layer runs the step's micro-batches in turn, so "
+                      "--step-tokens can exceed what the activations hold (0: one per step)")
+      ->capture_default_str();
   command->add_option("--threads", session.threads, "CPU threads (default: all cores)");
   command->add_option("--kv-dtype", session.kv_dtype,
                       "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)")

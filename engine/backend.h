@@ -24,6 +24,10 @@ struct Tensor {
   // The same memory seen as [rows * cols / new_cols, new_cols] (e.g. per-head views).
   Tensor Reshaped(int64_t new_cols) const { return {data, rows * cols / new_cols, new_cols}; }
   Tensor FirstRows(int64_t num_rows) const { return {data, num_rows, cols}; }
+  // Rows [begin, begin + count) of an f32 activation (both backends keep activations in f32).
+  Tensor RowRange(int64_t begin, int64_t count) const {
+    return {static_cast<float*>(data) + begin * cols, count, cols};
+  }
 };
 
 // A weight inside a bound extent: a matrix [rows, cols] ([out, in]) or a vector [cols] (rows = 1).

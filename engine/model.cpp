@@ -39,14 +39,15 @@ namespace {
 // Every activation the forward pass uses, as (rows, cols); the order Model's constructor takes them.
 std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
                                                           const ModelLimits& limits) {
-  const int64_t rows = limits.max_tokens_per_step;
+  const int64_t rows = limits.max_tokens_per_step;  // the residual stream: the whole step
+  const int64_t micro = limits.micro_rows();          // everything else: one micro-batch
   const int64_t sequences = limits.logit_rows();
   std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {rows, c.hidden_size},       {rows, c.hidden_size},       {rows, c.q_dim()},
-      {rows, c.kv_dim()},          {rows, c.kv_dim()},          {rows, c.q_dim()},
-      {rows, c.intermediate_size}, {rows, c.intermediate_size}, {sequences, c.hidden_size},
-      {sequences, c.hidden_size},  {sequences, c.embed_dim()},  {sequences, c.vocab_size}};
-  if (c.has_embed_projection()) shapes.emplace_back(rows, c.embed_dim());
+      {rows, c.hidden_size},        {micro, c.hidden_size},       {micro, c.q_dim()},
+      {micro, c.kv_dim()},          {micro, c.kv_dim()},          {micro, c.q_dim()},
+      {micro, c.intermediate_size}, {micro, c.intermediate_size}, {sequences, c.hidden_size},
+      {sequences, c.hidden_size},   {sequences, c.embed_dim()},   {sequences, c.vocab_size}};
+  if (c.has_embed_projection()) shapes.emplace_back(micro, c.embed_dim());
   return shapes;
 }
 
@@ -128,6 +129,7 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
              "{} logit rows (limit {})", batch.logit_rows.size(), limits_.logit_rows());
   ZINF_CHECK(logits.size() >= batch.logit_rows.size() * config().vocab_size, "logits buffer");
 
+  SplitIntoMicroBatches(batch, limits_.micro_rows(), micro_batches_);
   const int num_extents = static_cast<int>(checkpoint_.extents.size());
   const int depth = weights_.prefetch_depth();
   // Extents the backend keeps in device memory skip the weight source entirely.
@@ -147,8 +149,13 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
     }
     try {
       switch (extent.info->kind) {
-        case ExtentKind::kEmbedding: RunEmbedding(extent, base, batch); break;
-        case ExtentKind::kLayer: RunLayer(extent, base, batch); break;
+        // The block schedule: every micro-batch through this extent before the next one.
+        case ExtentKind::kEmbedding:
+          for (const MicroBatch& micro : micro_batches_) RunEmbedding(extent, base, micro);
+          break;
+        case ExtentKind::kLayer:
+          for (const MicroBatch& micro : micro_batches_) RunLayer(extent, base, micro);
+          break;
         case ExtentKind::kHead: RunHead(extent, base, batch, logits); break;
       }
     } catch (const Error& error) {
@@ -161,30 +168,29 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
   }
 }
 
-void Model::RunEmbedding(const ExtentView& extent, const std::byte* base, const StepBatch& batch) {
-  const int num_tokens = static_cast<int>(batch.tokens.size());
-  Tensor x = act_.x.FirstRows(num_tokens);
+void Model::RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro) {
+  Tensor x = act_.x.RowRange(micro.row_begin, micro.num_rows);
   const Weight token_embed = Find(extent, base, tn::kTokenEmbed, true);
   if (config().has_embed_projection()) {
-    Tensor embedded = act_.embedded.FirstRows(num_tokens);
-    backend_.Embed(batch.tokens, token_embed, embedded);
+    Tensor embedded = act_.embedded.FirstRows(micro.num_rows);
+    backend_.Embed(micro.tokens, token_embed, embedded);
     backend_.MatMul(embedded, Find(extent, base, tn::kProjectIn, true), {}, x);
   } else {
-    backend_.Embed(batch.tokens, token_embed, x);
+    backend_.Embed(micro.tokens, token_embed, x);
   }
   if (config().family == Family::kOpt) {
-    backend_.AddPositionEmbedding(batch.positions, config().position_offset,
+    backend_.AddPositionEmbedding(micro.positions, config().position_offset,
                                   Find(extent, base, tn::kPositionEmbed, true), x);
   }
 }
 
-void Model::RunLayer(const ExtentView& extent, const std::byte* base, const StepBatch& batch) {
+void Model::RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro) {
   const ModelConfig& c = config();
-  const int n = static_cast<int>(batch.tokens.size());
+  const int n = micro.num_rows;
   const int layer = extent.info->layer;
   auto weight = [&](const char* name) { return Find(extent, base, name, true); };
   auto optional = [&](const char* name) { return Find(extent, base, name, false); };
-  Tensor x = act_.x.FirstRows(n), normed = act_.normed.FirstRows(n);
+  Tensor x = act_.x.RowRange(micro.row_begin, n), normed = act_.normed.FirstRows(n);
   Tensor q = act_.q.FirstRows(n), k = act_.k.FirstRows(n), v = act_.v.FirstRows(n);
   Tensor attention = act_.attention.FirstRows(n);
   const float eps = static_cast<float>(c.norm_eps);
@@ -199,16 +205,16 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Step
     backend_.RmsNorm(k.Reshaped(c.head_dim), weight(tn::kKNorm), eps, k.Reshaped(c.head_dim));
   }
   if (c.family == Family::kLlama) {
-    backend_.Rope(q, batch.positions, c.num_heads);
-    backend_.Rope(k, batch.positions, c.num_kv_heads);
+    backend_.Rope(q, micro.positions, c.num_heads);
+    backend_.Rope(k, micro.positions, c.num_kv_heads);
   }
-  backend_.StoreKv(layer, batch.chunks, k, v);
+  backend_.StoreKv(layer, micro.chunks, k, v);
   AttentionShape shape;
   shape.num_heads = c.num_heads;
   shape.num_kv_heads = c.num_kv_heads;
   shape.head_dim = c.head_dim;
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  backend_.Attention(layer, batch.chunks, q, shape, attention);
+  backend_.Attention(layer, micro.chunks, q, shape, attention);
   backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
 
   // MLP block: x += down(act(norm(x))), its norm fused with the attention block's residual add.

@@ -8,6 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
+#include "engine/micro_batch.h"
 #include "engine/weight_source.h"
 
 namespace zinf {
@@ -31,8 +32,15 @@ struct ModelLimits {
   int max_context = 512;          // positions per slot
   int max_logit_rows = 0;         // logit rows per step when more than max_sequences (perplexity)
   DType kv_dtype = DType::kF32;   // f32 or int8
+  // Rows of a micro-batch (the block schedule); 0: the whole step is one. The per-layer
+  // activations hold this many rows; only the residual stream holds the whole step.
+  int micro_batch_tokens = 0;
 
   int logit_rows() const { return std::max(max_sequences, max_logit_rows); }
+  int micro_rows() const {
+    return micro_batch_tokens > 0 ? std::min(micro_batch_tokens, max_tokens_per_step)
+                                  : max_tokens_per_step;
+  }
 };
 
 // Holds the backend's activations and KV cache for the run. Not thread-safe.
@@ -60,8 +68,8 @@ class Model {
 
   Weight Find(const ExtentView& extent, const std::byte* base, const char* name,
               bool required) const;
-  void RunEmbedding(const ExtentView& extent, const std::byte* base, const StepBatch& batch);
-  void RunLayer(const ExtentView& extent, const std::byte* base, const StepBatch& batch);
+  void RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  void RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
   void RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
                std::span<float> logits);
   void Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out);
@@ -71,6 +79,7 @@ class Model {
   WeightSource& weights_;
   ModelLimits limits_;
   Activations act_;
+  std::vector<MicroBatch> micro_batches_;  // this step's, storage reused across steps
 };
 
 }  // namespace zinf

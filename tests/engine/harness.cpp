@@ -57,6 +57,7 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   limits.max_context = settings.max_context > 0 ? settings.max_context
                                                 : model.checkpoint.config.max_position_embeddings;
   limits.kv_dtype = settings.kv_dtype;
+  limits.micro_batch_tokens = settings.micro_batch_tokens;
   const std::unique_ptr<Backend> backend =
       settings.make_backend ? settings.make_backend(model.checkpoint, limits)
                             : std::make_unique<CpuBackend>(settings.threads);

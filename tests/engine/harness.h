@@ -31,6 +31,7 @@ struct EngineSettings {
   int max_context = 0;  // 0: the model's
   Refill refill = Refill::kContinuous;
   DType kv_dtype = DType::kF32;
+  int micro_batch_tokens = 0;
   BackendFactory make_backend;  // empty: CpuBackend with `threads` threads
 };
 

@@ -1,6 +1,8 @@
 // Outputs must not depend on how weights reach compute or on the batch a request lands in.
 #include <catch2/catch.hpp>
 
+#include "engine/micro_batch.h"
+#include "engine/model.h"
 #include "tests/engine/harness.h"
 
 namespace zinf::testing {
@@ -81,6 +83,53 @@ TEST_CASE("outputs are identical for batch sizes 1, 3 and 8 and small step budge
   single_thread.threads = 1;
   single_thread.batch_size = 3;
   RequireSame(expected, Generate(Stories260K(), requests, single_thread));
+}
+
+TEST_CASE("outputs are identical whatever the micro-batch size of the block schedule") {
+  const std::vector<Request> requests = MixedRequests();
+  EngineSettings whole_steps;
+  whole_steps.batch_size = 8;
+  const std::vector<Completion> expected = Generate(Stories260K(), requests, whole_steps);
+  // 1 row per micro-batch; 7 splits prompts mid-chunk; 64 takes several short sequences at once.
+  for (int micro : {1, 7, 64}) {
+    INFO("micro-batches of " << micro << " rows");
+    EngineSettings settings;
+    settings.batch_size = 8;
+    settings.micro_batch_tokens = micro;
+    settings.placement = io::WeightPlacement::kStreamed;
+    RequireSame(expected, Generate(Stories260K(), requests, settings));
+  }
+}
+
+TEST_CASE("micro-batches: chunks split at row boundaries keep slots, positions and offsets") {
+  StepBatch batch;
+  const std::vector<TokenId> prompt(10, 5), decode(1, 7);
+  batch.AddChunk(2, 0, prompt, true);   // rows 0..9, positions 0..9
+  batch.AddChunk(0, 41, decode, true);  // row 10, position 41
+  batch.AddChunk(1, 3, std::vector<TokenId>(4, 9), true);  // rows 11..14, positions 3..6
+  std::vector<MicroBatch> micro;
+  SplitIntoMicroBatches(batch, 6, micro);
+  REQUIRE(micro.size() == 3);
+  CHECK(micro[0].row_begin == 0);
+  CHECK(micro[0].num_rows == 6);
+  REQUIRE(micro[0].chunks.size() == 1);
+  CHECK(micro[0].chunks[0].num_tokens == 6);
+  REQUIRE(micro[1].chunks.size() == 3);  // the prompt's rest, the decode row, one of slot 1's
+  CHECK(micro[1].chunks[0].kv_slot == 2);
+  CHECK(micro[1].chunks[0].start_position == 6);
+  CHECK(micro[1].chunks[0].num_tokens == 4);
+  CHECK(micro[1].chunks[0].token_offset == 0);
+  CHECK(micro[1].chunks[1].kv_slot == 0);
+  CHECK(micro[1].chunks[1].start_position == 41);
+  CHECK(micro[1].chunks[1].token_offset == 4);
+  CHECK(micro[1].chunks[2].start_position == 3);
+  CHECK(micro[1].chunks[2].num_tokens == 1);
+  CHECK(micro[1].positions[5] == 3);
+  REQUIRE(micro[2].chunks.size() == 1);
+  CHECK(micro[2].num_rows == 3);
+  CHECK(micro[2].chunks[0].start_position == 4);
+  CHECK(micro[2].chunks[0].num_tokens == 3);
+  CHECK(micro[2].tokens[0] == 9);
 }
 
 TEST_CASE("sampled generation is reproducible whatever the batch") {
