@@ -15,11 +15,21 @@ namespace zinf::cli {
 
 namespace {
 
+// --gpu-mem, or what the device has free less a margin for the CUDA context and cuBLAS.
+uint64_t GpuBudget(const DeviceChoice& device) {
+  if (!device.gpu_mem.empty()) return ParseByteSize(device.gpu_mem, "--gpu-mem");
+  return cuda::CudaFreeMemoryBytes(device.gpu) / 20 * 19;
+}
+
 PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& options,
                         const ModelLimits& limits) {
   PlannerInputs inputs;
   inputs.checkpoint = &checkpoint;
   inputs.backend = BackendKind::kCpu;
+  if (options.device.device == "cuda") {
+    inputs.backend = BackendKind::kCuda;
+    inputs.gpu_mem_bytes = GpuBudget(options.device);
+  }
   inputs.cpu_mem_bytes =
       options.cpu_mem.empty() ? PhysicalMemoryBytes() : ParseByteSize(options.cpu_mem, "--cpu-mem");
   inputs.workload.batch_size = limits.max_sequences;
@@ -76,6 +86,12 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   if (options.device.device != "cpu" && options.device.device != "cuda") {
     Fail("--device: '{}' is not one of cpu, cuda", options.device.device);
   }
+  if (options.device.device == "cuda") {
+    cuda::ParseComputeType(options.device.gpu_compute);  // a bad flag first, whatever the machine
+    if (const std::string reason = cuda::CudaUnavailableReason(); !reason.empty()) {
+      Fail("--device cuda: {}; run with --device cpu", reason);
+    }
+  }
   PlannerInputs inputs = InputsFor(checkpoint, options, limits_);
   bandwidths_ = inputs.bandwidths;
   if (options.batch_size == 0) {
@@ -120,25 +136,46 @@ void EngineSession::OpenWeights(const Checkpoint& checkpoint, const SessionOptio
   weights_ = io::OpenWeightSource(checkpoint, source);
 }
 
-// The CUDA backend keeps every extent in device memory after its first bind (streaming weights
-// to the GPU is the offload pipeline's job), so the host reads each extent once, streamed.
+// The CUDA plan (engine/planner_cuda.cpp) puts each extent in device memory (read from the file
+// once), in page-locked DRAM (copied to a device slot every step) or on NVMe (read into pinned
+// staging, then copied); --weights resident|stream force all of one kind.
 void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,
                              const PlannerInputs& inputs) {
-  if (options.weights != "auto" && options.weights != "resident") {
-    Fail("--weights {} is not available with --device cuda yet: weights are resident in GPU "
-         "memory (use --weights auto or resident)",
-         options.weights);
+  const size_t num_extents = checkpoint.extents.size();
+  if (options.weights == "auto") {
+    plan_ = MakePlan(inputs);
+  } else if (options.weights == "resident" || options.weights == "stream") {
+    plan_ = Plan{};
+    plan_.on_cuda = true;
+    plan_.placement.assign(num_extents, options.weights == "resident" ? Tier::kDevice : Tier::kNvme);
+    plan_.prefetch_depth = 1;
+    plan_.bound = "gpu";
+  } else {
+    Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
   }
+  if (options.prefetch_depth >= 0) plan_.prefetch_depth = options.prefetch_depth;
+  spdlog::info("{}", plan_.Summary());
+
   cuda::CudaOptions cuda_options;
   cuda_options.device = options.device.gpu;
   cuda_options.compute = cuda::ParseComputeType(options.device.gpu_compute);
-  if (!options.device.gpu_mem.empty()) {
-    cuda_options.gpu_mem_bytes = ParseByteSize(options.device.gpu_mem, "--gpu-mem");
-  }
+  cuda_options.gpu_mem_bytes = inputs.gpu_mem_bytes;
+  for (const Tier tier : plan_.placement) cuda_options.device_resident.push_back(tier == Tier::kDevice);
+  cuda_options.streaming_slots = std::max(plan_.prefetch_depth + 1, 2);
   backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
-  plan_ = EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), Tier::kNvme), 1);
-  plan_.bound = "gpu";
-  OpenWeights(checkpoint, options);
+
+  io::WeightSourceOptions source;
+  source.fault_hook = options.fault_hook;
+  for (const Tier tier : plan_.placement) {
+    // Device-resident extents are read once on their way to the GPU: no DRAM kept for them.
+    source.placements.push_back(tier == Tier::kDram ? io::WeightPlacement::kResident
+                                                    : io::WeightPlacement::kStreamed);
+  }
+  source.prefetch_depth = std::max(plan_.prefetch_depth, 1);
+  weights_ = io::OpenWeightSource(checkpoint, source);
+  for (const std::span<const std::byte> region : weights_->HostMemory()) {
+    backend_->UseHostMemory(region);
+  }
   model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
 }
 

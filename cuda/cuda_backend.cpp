@@ -32,7 +32,7 @@ float* Floats(Tensor t) { return static_cast<float*>(t.data); }
 
 CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,
                          const CudaOptions& options)
-    : plan_(PlanCudaMemory(checkpoint, limits, options.compute)),
+    : plan_(PlanCudaMemory(checkpoint, limits, options)),
       compute_(options.compute),
       device_(options.device) {
   int device_count = 0;
@@ -58,6 +58,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   stream_owner_.reset(stream_);
   CheckCublas(cublasCreate(&cublas_), "creating the cuBLAS handle");
   cublas_owner_.reset(cublas_);
+  CheckCuda(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating a stream");
+  copy_stream_owner_.reset(copy_stream_);
   CheckCublas(cublasSetStream(cublas_, stream_), "binding cuBLAS to the stream");
   constexpr uint64_t kWorkspace = 32ull << 20;
   CheckCublas(cublasSetWorkspace(cublas_, pool_->Allocate(kWorkspace, "the cuBLAS workspace"),
@@ -74,12 +76,61 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   if (plan_.matrix_scratch_bytes > 0) {
     matrix_buffer_ = pool_->Allocate(plan_.matrix_scratch_bytes, "a matrix scratch");
   }
+  if (plan_.slot_bytes > 0) {
+    for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
+      const ExtentInfo& extent = checkpoint.extents[e];
+      if (options.device_resident[e]) continue;
+      streamed_.insert(extent.name);
+      for (const TensorInfo& tensor : extent.tensors) {
+        if (compute_ == ComputeType::kBf16 && tensor.dtype == DType::kF32 && tensor.shape.size() == 2) {
+          Fail("extent {} would stream f32 matrices to the GPU every step, converting them to bf16 "
+               "each time; convert the checkpoint with --dtype bf16 (or f16, int8, int4), or use "
+               "--gpu-compute f32",
+               extent.name);
+        }
+      }
+    }
+    ring_ = std::make_unique<SlotRing>(std::max(options.streaming_slots, 2));
+    slots_.resize(ring_->num_slots());
+    for (Slot& slot : slots_) {
+      slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
+      cudaEvent_t copied = nullptr, read = nullptr;
+      CheckCuda(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "creating an event");
+      slot.copied.reset(copied);
+      CheckCuda(cudaEventCreateWithFlags(&read, cudaEventDisableTiming), "creating an event");
+      slot.read.reset(read);
+    }
+    spdlog::info("streaming {} extents through {} device slots of {:.1f} MiB", streamed_.size(),
+                 slots_.size(), plan_.slot_bytes / (1024.0 * 1024.0));
+  }
   const size_t rows = static_cast<size_t>(limits.max_tokens_per_step);
   token_ids_ = MakeInts(rows, "token ids");
   positions_ = MakeInts(rows, "positions");
   row_slots_ = MakeInts(rows, "row slots");
   row_positions_ = MakeInts(rows, "row positions");
   gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
+}
+
+CudaBackend::~CudaBackend() {
+  // Nothing may still read the host memory or the pool when they go.
+  cudaStreamSynchronize(copy_stream_);
+  cudaStreamSynchronize(stream_);
+  for (const void* region : pinned_) cudaHostUnregister(const_cast<void*>(region));
+}
+
+void CudaBackend::UseHostMemory(std::span<const std::byte> region) {
+  if (region.empty()) return;
+  void* start = const_cast<std::byte*>(region.data());
+  const cudaError_t status = cudaHostRegister(start, region.size(), cudaHostRegisterDefault);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    // Copies from pageable memory still work, staged by the driver at a lower rate.
+    spdlog::warn("could not page-lock {:.1f} MiB of host memory for the GPU ({}); weight copies "
+                 "from it will be slower",
+                 region.size() / (1024.0 * 1024.0), cudaGetErrorString(status));
+    return;
+  }
+  pinned_.push_back(start);
 }
 
 CudaBackend::DeviceInts CudaBackend::MakeInts(size_t capacity, const char* what) {
@@ -189,37 +240,73 @@ const std::byte* CudaBackend::ResidentExtent(const ExtentInfo& extent) {
 
 const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
   if (const std::byte* resident = ResidentExtent(*extent.info)) return resident;
+  if (streamed_.contains(extent.info->name)) return StreamIntoSlot(extent);
   const std::string what = fmt::format("the weights of extent {}", extent.info->name);
   auto* base = static_cast<std::byte*>(pool_->Allocate(extent.bytes.size(), what));
   CheckCuda(cudaMemcpyAsync(base, extent.bytes.data(), extent.bytes.size(), cudaMemcpyHostToDevice,
                             stream_),
             "copying " + what + " to the GPU");
-  if (compute_ == ComputeType::kBf16) {
-    // f32 matrices become bf16 in place (in the first half of their bytes), a scratch-sized
-    // chunk at a time from the front: chunk [a, b)'s bf16 lands on f32 bytes of elements below b,
-    // all copied to the scratch already, so nothing is overwritten before it is read.
-    const int64_t chunk = static_cast<int64_t>(plan_.matrix_scratch_bytes / sizeof(float));
-    for (const TensorInfo& tensor : extent.info->tensors) {
-      if (tensor.dtype != DType::kF32 || tensor.shape.size() != 2) continue;
-      ZINF_CHECK(chunk > 0 && matrix_buffer_ != nullptr, "no conversion scratch planned");
-      std::byte* at = base + tensor.offset_in_extent;
-      const int64_t count = tensor.rows() * tensor.cols();
-      for (int64_t begin = 0; begin < count; begin += chunk) {
-        const int64_t size = std::min(chunk, count - begin);
-        CheckCuda(cudaMemcpyAsync(matrix_buffer_, at + begin * sizeof(float), size * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, stream_),
-                  "staging " + what);
-        Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
-                             at + begin * 2, stream_),
-                 "converting weights to bf16");
-      }
-      converted_.insert(at);
-    }
-  }
+  if (compute_ == ComputeType::kBf16) ConvertF32Matrices(*extent.info, base, what);
   // The caller may reuse its staging buffer once this returns.
   CheckCuda(cudaStreamSynchronize(stream_), "copying " + what + " to the GPU");
   resident_.emplace(extent.info->name, base);
   return base;
+}
+
+// The copy stream fills the ring's next slot once that slot's previous reader is done; the
+// compute stream waits for the copy. The host queues both and goes on: the copy of extent e + 1
+// runs while the GPU still computes extent e.
+const std::byte* CudaBackend::StreamIntoSlot(const ExtentView& extent) {
+  ZINF_CHECK(!bound_.has_value(), "extent {} bound while another streamed extent is", extent.info->name);
+  ZINF_CHECK(extent.bytes.size() <= plan_.slot_bytes, "extent {} of {} bytes exceeds the {}-byte slots",
+             extent.info->name, extent.bytes.size(), plan_.slot_bytes);
+  const SlotUse use = ring_->Next();
+  Slot& slot = slots_[use.slot];
+  if (use.wait_for >= 0) {
+    CheckCuda(cudaStreamWaitEvent(copy_stream_, slot.read.get(), 0), "ordering a weight copy");
+  }
+  CheckCuda(cudaMemcpyAsync(slot.data, extent.bytes.data(), extent.bytes.size(),
+                            cudaMemcpyHostToDevice, copy_stream_),
+            fmt::format("copying the weights of extent {} to the GPU", extent.info->name));
+  CheckCuda(cudaEventRecord(slot.copied.get(), copy_stream_), "ordering a weight copy");
+  CheckCuda(cudaStreamWaitEvent(stream_, slot.copied.get(), 0), "ordering a weight copy");
+  bound_ = use;
+  return slot.data;
+}
+
+void CudaBackend::UnbindExtent() {
+  if (!bound_.has_value()) return;
+  Slot& slot = slots_[bound_->slot];
+  bound_.reset();
+  // The slot is free for the copy after next once everything queued on it so far has run.
+  CheckCuda(cudaEventRecord(slot.read.get(), stream_), "ordering a weight copy");
+  // The weight source reuses the host buffer once this returns, so the copy out of it must have
+  // finished; only the copy is waited for, not the compute, which keeps running on the GPU.
+  CheckCuda(cudaEventSynchronize(slot.copied.get()), "copying weights to the GPU");
+}
+
+void CudaBackend::ConvertF32Matrices(const ExtentInfo& extent, std::byte* base,
+                                     const std::string& what) {
+  // f32 matrices become bf16 in place (in the first half of their bytes), a scratch-sized chunk
+  // at a time from the front: chunk [a, b)'s bf16 lands on f32 bytes of elements below b, all
+  // copied to the scratch already, so nothing is overwritten before it is read.
+  const int64_t chunk = static_cast<int64_t>(plan_.matrix_scratch_bytes / sizeof(float));
+  for (const TensorInfo& tensor : extent.tensors) {
+    if (tensor.dtype != DType::kF32 || tensor.shape.size() != 2) continue;
+    ZINF_CHECK(chunk > 0 && matrix_buffer_ != nullptr, "no conversion scratch planned");
+    std::byte* at = base + tensor.offset_in_extent;
+    const int64_t count = tensor.rows() * tensor.cols();
+    for (int64_t begin = 0; begin < count; begin += chunk) {
+      const int64_t size = std::min(chunk, count - begin);
+      CheckCuda(cudaMemcpyAsync(matrix_buffer_, at + begin * sizeof(float), size * sizeof(float),
+                                cudaMemcpyDeviceToDevice, stream_),
+                "staging " + what);
+      Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
+                           at + begin * 2, stream_),
+               "converting weights to bf16");
+    }
+    converted_.insert(at);
+  }
 }
 
 kn::WeightRef CudaBackend::Ref(const Weight& w) const {

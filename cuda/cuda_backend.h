@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
@@ -24,10 +25,17 @@ struct CudaOptions {
   ComputeType compute = ComputeType::kBf16;
   uint64_t gpu_mem_bytes = 0;  // budget for the run's memory pool; 0: what the device has free
   uint64_t extra_pool_bytes = 0;  // tests: room for activations beyond the model's
+  // Per extent (checkpoint order): kept in device memory after its first bind (true), or copied
+  // into a ring of `streaming_slots` device slots every step (false). Empty: all resident.
+  std::vector<bool> device_resident;
+  int streaming_slots = 2;
 };
 
 // True when this binary was built with the CUDA backend.
 bool CudaBuilt();
+
+// Free memory on `device` in bytes; 0 when there is no usable device.
+uint64_t CudaFreeMemoryBytes(int device);
 
 // "" when a usable device is present, else why not (no driver, no device, ...).
 std::string CudaUnavailableReason();
@@ -35,7 +43,8 @@ std::string CudaUnavailableReason();
 // Device memory the backend takes for a run: weights (resident), KV cache, activations and
 // scratch, in one allocation made at construction.
 struct CudaMemoryPlan {
-  uint64_t weight_bytes = 0;
+  uint64_t weight_bytes = 0;  // resident extents, plus the streaming slots
+  uint64_t slot_bytes = 0;    // one streaming slot: the largest streamed extent (0: none)
   uint64_t kv_bytes = 0;
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes = 0;  // GEMM input casts, dequantised matrices, cuBLAS workspace
@@ -49,7 +58,7 @@ struct CudaMemoryPlan {
 };
 
 CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& limits,
-                              ComputeType compute);
+                              const CudaOptions& options);
 
 // Opens the device, allocates the pool and creates the cuBLAS handle. Throws zinf::Error when no
 // usable device is present (suggesting --device cpu) or the pool does not fit.

@@ -1,12 +1,14 @@
 // The CUDA backend's class, private to cuda/: f32 activations and the KV cache in one device
-// pool, weights made resident on first bind, projections through cuBLAS, everything else through
-// the kernels in cuda/kernels*.cu, all on one stream.
+// pool; weights made resident on first bind, or streamed every step into a ring of device slots on
+// a copy stream (engine/slot_ring.h orders it); projections through cuBLAS, everything else through
+// the kernels in cuda/kernels*.cu, on one compute stream.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +17,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/device_pool.h"
 #include "cuda/kernels.h"
+#include "engine/slot_ring.h"
 
 namespace zinf::cuda {
 
@@ -24,13 +27,15 @@ class CudaBackend final : public Backend {
   // Ops must run on the thread that constructed the backend or one that has selected the same
   // device; Embed and CopyFromHost (the first op of a step or test) select it again.
   CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits, const CudaOptions& options);
+  ~CudaBackend() override;
   std::string name() const override { return name_; }
 
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
   void AllocateKvCache(const KvCacheShape& shape) override;
   const std::byte* ResidentExtent(const ExtentInfo& extent) override;
   const std::byte* BindExtent(const ExtentView& extent) override;
-  void UnbindExtent() override {}
+  void UnbindExtent() override;
+  void UseHostMemory(std::span<const std::byte> region) override;
 
   void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) override;
   void AddPositionEmbedding(std::span<const int> positions, int position_offset,
@@ -83,6 +88,19 @@ class CudaBackend final : public Backend {
   struct CublasDeleter {
     void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
   };
+  struct EventDeleter {
+    void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
+  };
+  using Event = std::unique_ptr<CUevent_st, EventDeleter>;
+  // One device slot of the streaming ring: `copied` is recorded on the copy stream when its
+  // bytes have landed, `read` on the compute stream when the extent's last op has been queued.
+  struct Slot {
+    std::byte* data = nullptr;
+    Event copied, read;
+  };
+
+  const std::byte* StreamIntoSlot(const ExtentView& extent);
+  void ConvertF32Matrices(const ExtentInfo& extent, std::byte* base, const std::string& what);
 
   CudaMemoryPlan plan_;
   ComputeType compute_;
@@ -91,8 +109,16 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DevicePool> pool_;  // declared before the handles: destroyed after them
   std::unique_ptr<CUstream_st, StreamDeleter> stream_owner_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_owner_;
-  cudaStream_t stream_ = nullptr;  // stream_owner_'s
+  std::unique_ptr<CUstream_st, StreamDeleter> copy_stream_owner_;
+  cudaStream_t stream_ = nullptr;  // stream_owner_'s: every kernel and GEMM
   cublasHandle_t cublas_ = nullptr;  // cublas_owner_'s
+  cudaStream_t copy_stream_ = nullptr;  // copy_stream_owner_'s: host-to-device weight copies
+
+  std::unordered_set<std::string> streamed_;  // names of the extents copied every step
+  std::unique_ptr<SlotRing> ring_;
+  std::vector<Slot> slots_;
+  std::optional<SlotUse> bound_;  // the streamed extent bound now
+  std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix

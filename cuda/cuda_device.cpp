@@ -9,6 +9,19 @@ namespace zinf::cuda {
 
 bool CudaBuilt() { return true; }
 
+uint64_t CudaFreeMemoryBytes(int device) {
+  if (!CudaUnavailableReason().empty() || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
+}
+
 std::string CudaUnavailableReason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

@@ -36,13 +36,24 @@ std::string CudaMemoryPlan::Summary() const {
 }
 
 CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& limits,
-                              ComputeType compute) {
+                              const CudaOptions& options) {
   const ModelConfig& c = checkpoint.config;
+  const ComputeType compute = options.compute;
+  ZINF_CHECK(options.device_resident.empty() ||
+                 options.device_resident.size() == checkpoint.extents.size(),
+             "{} residency flags for {} extents", options.device_resident.size(),
+             checkpoint.extents.size());
   CudaMemoryPlan plan;
-  // Weights: every extent resident, converted in place when f32 is computed in bf16.
+  // Weights: resident extents (f32 matrices converted in place under bf16 compute), plus a ring
+  // of slots each as large as the largest streamed extent.
   const uint64_t dequantized_bytes = compute == ComputeType::kF32 ? 4 : 2;
-  for (const ExtentInfo& extent : checkpoint.extents) {
-    plan.weight_bytes += Aligned(extent.padded_bytes);
+  for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
+    const ExtentInfo& extent = checkpoint.extents[e];
+    if (options.device_resident.empty() || options.device_resident[e]) {
+      plan.weight_bytes += Aligned(extent.padded_bytes);
+    } else {
+      plan.slot_bytes = std::max(plan.slot_bytes, Aligned(extent.padded_bytes));
+    }
     for (const TensorInfo& tensor : extent.tensors) {
       const uint64_t elements = static_cast<uint64_t>(tensor.rows()) * tensor.cols();
       if (IsQuantized(tensor.dtype)) {  // dequantised whole before each product
@@ -54,6 +65,7 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
       }
     }
   }
+  if (plan.slot_bytes > 0) plan.weight_bytes += plan.slot_bytes * std::max(options.streaming_slots, 2);
   const KvCacheShape kv = Model::KvShape(c, limits);
   const uint64_t kv_elements = static_cast<uint64_t>(kv.num_layers) * kv.num_slots *
                                kv.max_context * kv.num_kv_heads * kv.head_dim;

@@ -7,6 +7,8 @@ namespace zinf::cuda {
 
 bool CudaBuilt() { return false; }
 
+uint64_t CudaFreeMemoryBytes(int) { return 0; }
+
 std::string CudaUnavailableReason() {
   return "this zinf was built without the CUDA backend (no nvcc found when it was configured)";
 }

@@ -82,6 +82,9 @@ class Backend {
   // reused once UnbindExtent returns.
   virtual const std::byte* BindExtent(const ExtentView& extent) = 0;
   virtual void UnbindExtent() = 0;
+  // Host memory extents will arrive in (WeightSource::HostMemory), offered once at start: a GPU
+  // backend page-locks it so copies from it run asynchronously at full PCIe rate.
+  virtual void UseHostMemory(std::span<const std::byte> /*region*/) {}
 
   // rows of `out` = token_ids.size(); token_ids are host memory.
   virtual void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) = 0;

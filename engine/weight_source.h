@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/checkpoint.h"
 
@@ -46,6 +47,9 @@ class WeightSource {
   // How many extents beyond the current one the forward pass should Prefetch.
   virtual int prefetch_depth() const = 0;
   virtual WeightIoStats stats() const = 0;
+  // The host memory extents arrive in (resident and staging buffers), fixed for the source's
+  // life, so a device backend can page-lock it once for fast asynchronous copies.
+  virtual std::vector<std::span<const std::byte>> HostMemory() const { return {}; }
 };
 
 }  // namespace zinf

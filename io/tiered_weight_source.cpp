@@ -268,4 +268,15 @@ ExtentView TieredWeightSource::MakeView(int extent_idx, const std::byte* data) c
   return ExtentView{&extent, std::span<const std::byte>(data, extent.size_bytes)};
 }
 
+std::vector<std::span<const std::byte>> TieredWeightSource::HostMemory() const {
+  std::vector<std::span<const std::byte>> regions;
+  for (const AlignedBuffer& buffer : resident_buffers_) {
+    if (!buffer.empty()) regions.emplace_back(buffer.data(), buffer.size_bytes());
+  }
+  for (const AlignedBuffer& buffer : staging_buffers_) {
+    if (!buffer.empty()) regions.emplace_back(buffer.data(), buffer.size_bytes());
+  }
+  return regions;
+}
+
 }  // namespace zinf::io

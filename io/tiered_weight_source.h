@@ -54,6 +54,7 @@ class TieredWeightSource final : public WeightSource {
   void Release(int extent_idx) override;
   int prefetch_depth() const override;
   WeightIoStats stats() const override;
+  std::vector<std::span<const std::byte>> HostMemory() const override;
 
   bool direct_io() const { return reader_->direct_io(); }
   bool uses_io_uring() const { return reader_->uses_io_uring(); }

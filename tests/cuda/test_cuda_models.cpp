@@ -16,10 +16,18 @@ namespace zinf::testing {
 
 namespace {
 
-BackendFactory Cuda(cuda::ComputeType compute) {
-  return [compute](const Checkpoint& checkpoint, const ModelLimits& limits) {
+// `streamed_every`: 0 keeps every extent resident; n streams every n-th extent through the slot
+// ring (1: all of them).
+BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots = 2) {
+  return [=](const Checkpoint& checkpoint, const ModelLimits& limits) {
     cuda::CudaOptions options;
     options.compute = compute;
+    options.streaming_slots = slots;
+    if (streamed_every > 0) {
+      for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
+        options.device_resident.push_back(e % streamed_every != 0);
+      }
+    }
     return cuda::CreateCudaBackend(checkpoint, limits, options);
   };
 }
@@ -150,6 +158,37 @@ TEST_CASE("cuda: int8 and int4 checkpoints and the int8 KV cache give the CPU's 
     }
     CHECK(same == total);
   }
+}
+
+TEST_CASE("cuda: streaming weights through the slot ring gives the resident placement's tokens") {
+  const std::vector<Request> requests = GoldenRequests(24);
+  EngineSettings resident;
+  resident.batch_size = 8;
+  resident.make_backend = Cuda(cuda::ComputeType::kF32);
+  const std::vector<Completion> expected = Generate(Stories260K(), requests, resident);
+  struct Case {
+    int streamed_every, slots;
+  };
+  for (const Case c : {Case{1, 2}, Case{2, 2}, Case{1, 3}}) {
+    INFO("every " << c.streamed_every << " extent(s) streamed, " << c.slots << " slots");
+    EngineSettings streamed = resident;
+    streamed.make_backend = Cuda(cuda::ComputeType::kF32, c.streamed_every, c.slots);
+    streamed.placement = io::WeightPlacement::kStreamed;  // host staging reused every step too
+    const std::vector<Completion> actual = Generate(Stories260K(), requests, streamed);
+    for (size_t i = 0; i < requests.size(); ++i) CHECK(actual[i].token_ids == expected[i].token_ids);
+  }
+  // bf16 compute streams bf16 and int8 weights; f32 matrices it refuses to stream (converting
+  // them every step would cost more than the copy).
+  const LoadedModel int8 = Stories260KAs(DType::kI8);
+  EngineSettings int8_resident;
+  int8_resident.make_backend = Cuda(cuda::ComputeType::kBf16);
+  EngineSettings int8_streamed;
+  int8_streamed.make_backend = Cuda(cuda::ComputeType::kBf16, 1);
+  const std::vector<Completion> a = Generate(int8, requests, int8_resident);
+  const std::vector<Completion> b = Generate(int8, requests, int8_streamed);
+  for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
+  CHECK_THROWS_WITH(Cuda(cuda::ComputeType::kBf16, 1)(Stories260K().checkpoint, ModelLimits{}),
+                    Catch::Contains("--dtype bf16"));
 }
 
 }  // namespace zinf::testing
