@@ -43,42 +43,42 @@ __device__ inline float LoadVector(const WeightRef& w, int64_t i) {
   return w.data == nullptr ? 0.0f : LoadWeight(w, 0, i);
 }
 
-__device__ inline float WarpSum(float value) {
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
 
-__device__ inline float WarpMax(float value) {
+template <typename Op>
+__device__ inline float WarpReduce(float value, Op op) {
   for (int offset = 16; offset > 0; offset >>= 1) {
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
   }
   return value;
 }
 
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
-// `scratch` holds 32 floats of shared memory; the call ends with a barrier, so it can be reused.
-__device__ inline float BlockSum(float value, float* scratch) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  value = WarpSum(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  const int warps = blockDim.x / 32;
-  float total = lane < warps ? scratch[lane] : 0.0f;
-  total = WarpSum(total);
-  __syncthreads();
-  return total;
-}
+__device__ inline float WarpSum(float value) { return WarpReduce(value, SumOp{}); }
 
-__device__ inline float BlockMax(float value, float* scratch) {
+// `op` over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// `scratch` holds 32 floats of shared memory; the call ends with a barrier, so it can be reused.
+template <typename Op>
+__device__ inline float BlockReduce(float value, float identity, Op op, float* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  value = WarpMax(value);
+  value = WarpReduce(value, op);
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
   const int warps = blockDim.x / 32;
-  float result = lane < warps ? scratch[lane] : -INFINITY;
-  result = WarpMax(result);
+  float result = WarpReduce(lane < warps ? scratch[lane] : identity, op);
   __syncthreads();
   return result;
+}
+
+__device__ inline float BlockSum(float value, float* scratch) {
+  return BlockReduce(value, 0.0f, SumOp{}, scratch);
+}
+__device__ inline float BlockMax(float value, float* scratch) {
+  return BlockReduce(value, -INFINITY, MaxOp{}, scratch);
 }
 
 // Blocks for `count` elements at `threads` per block, capped so the grid stays legal.

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "cuda/cuda_backend.h"
 #include "tests/engine/harness.h"
+#include "tests/support/golden_files.h"
 #include "tests/support/random_checkpoint.h"
 
 namespace zinf::testing {
@@ -32,16 +32,7 @@ BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots
   };
 }
 
-std::vector<nlohmann::json> GoldenGreedy() {
-  std::ifstream file(std::string(ZINF_SOURCE_DIR) + "/models/stories260K/golden/greedy.jsonl");
-  REQUIRE(file.good());
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
-  }
-  return lines;
-}
+std::vector<nlohmann::json> GoldenGreedy() { return ReadJsonLines(GoldenPath("greedy.jsonl")); }
 
 std::vector<Request> GoldenRequests(int max_new_tokens) {
   std::vector<Request> requests;

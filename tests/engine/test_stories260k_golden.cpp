@@ -6,25 +6,11 @@
 #include <fstream>
 
 #include "tests/engine/harness.h"
+#include "tests/support/golden_files.h"
 
 namespace zinf::testing {
 
 namespace {
-
-std::string GoldenPath(const std::string& name) {
-  return std::string(ZINF_SOURCE_DIR) + "/models/stories260K/golden/" + name;
-}
-
-std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
-  std::ifstream file(path);
-  REQUIRE(file.good());
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
-  }
-  return lines;
-}
 
 std::vector<double> LogSoftmax(const std::vector<double>& logits) {
   double max_logit = -1e300;
