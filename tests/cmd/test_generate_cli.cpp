@@ -183,7 +183,9 @@ TEST_CASE("Ctrl-C keeps finished outputs intact and --resume completes the job")
     execv(ZINF_BINARY, argv.data());
     _exit(127);
   }
-  for (int waited = 0; waited < 3000 && Lines(ReadFile(out)).size() < 3; ++waited) {
+  // Up to two minutes: a loaded CI machine (sanitizers, a second suite) can take far longer
+  // than the usual second to finish three requests; the loop ends as soon as they exist.
+  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).size() < 3; ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill(pid, SIGINT);
