@@ -184,7 +184,8 @@ TEST_CASE(
     execv(ZINF_BINARY, argv.data());
     _exit(127);
   }
-  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).empty(); ++waited) {  // 2 min at most, for loaded CI
+  // Two minutes at most, for a loaded CI machine; the loop ends at the first output line.
+  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).empty(); ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::ofstream(path, std::ios::app) << "{\"id\": \"r21\", \"prompt\": \"oops\"\n";  // no '}'
