@@ -1,6 +1,7 @@
-// Matrix products of f32 activations with int8 and int4 weights, dequantized in registers (no
-// layer is ever expanded to floats). Same contract as cpu::MatMulRows: an output element's value
-// depends only on its row and token, never on the batch, tiling or thread count.
+// Matrix products of f32 activations with int8 and int4 weights (no layer is ever expanded to
+// floats): int8 as integer dot products with the activations quantized in blocks of 32, int4
+// dequantized in registers. Same contract as cpu::MatMulRows: an output element's value depends
+// only on its row and token, never on the batch, tiling or thread count.
 #pragma once
 
 #include <cstdint>

@@ -120,17 +120,34 @@ TEST_CASE("cuda: random checkpoints of both families match the CPU backend's log
   }
 }
 
-TEST_CASE("cuda: int8 and int4 checkpoints and the int8 KV cache give the CPU's greedy ids") {
-  const std::vector<Request> requests = GoldenRequests(24);
+TEST_CASE("cuda: int8 weights agree with the CPU's greedy tokens at >= 95% of positions") {
+  // The CPU's int8 kernel quantises activations too; the GPU does not, so their tokens may part
+  // where two candidates are close: the same bar as int8 against f32 (issue 7).
   const LoadedModel int8 = Stories260KAs(DType::kI8);
+  int total = 0, same = 0;
+  for (const Request& request : GoldenRequests(24)) {
+    const std::vector<TokenId> reference = Generate(int8, {request}, {})[0].token_ids;
+    std::vector<TokenId> prefix = request.prompt_ids;
+    for (const TokenId token : reference) {
+      same += ArgMax(LastLogits(int8, prefix, Cuda(cuda::ComputeType::kF32))) == token;
+      prefix.push_back(token);
+      ++total;
+    }
+  }
+  const double agreement = static_cast<double>(same) / total;
+  WARN("int8 on the GPU vs the CPU: teacher-forced greedy agreement " << agreement);
+  CHECK(agreement >= 0.95);
+}
+
+TEST_CASE("cuda: int4 checkpoints and the int8 KV cache give the CPU's greedy ids") {
+  const std::vector<Request> requests = GoldenRequests(24);
   const LoadedModel int4 = Stories260KAs(DType::kQ4, 32);
   struct Case {
     const LoadedModel* model;
     DType kv_dtype;
     const char* name;
   };
-  const Case cases[] = {{&int8, DType::kF32, "int8 weights"},
-                        {&int4, DType::kF32, "int4-g32 weights"},
+  const Case cases[] = {{&int4, DType::kF32, "int4-g32 weights"},
                         {&Stories260K(), DType::kI8, "int8 KV cache"}};
   for (const Case& c : cases) {
     INFO(c.name);

@@ -1,13 +1,17 @@
-// int8 / int4 quantization and the CPU kernels that read it: error bounds of the quantizers,
-// kernel results against a float64 product with the dequantized weights, and batch invariance.
+// int8 / int4 quantization and the CPU kernels that read it: error bounds of the quantizers
+// (weights, and the int8 kernels' activation blocks), kernel results against a float64 product of
+// the operands they multiply, AVX2 against portable bit for bit, and batch invariance.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "engine/cpu_matmul.h"
 #include "engine/cpu_matmul_quant.h"
+#include "engine/cpu_q8_activations.h"
 #include "engine/quantized.h"
 
 namespace zinf {
@@ -102,14 +106,30 @@ TEST_CASE("a constant row quantizes exactly") {
   }
 }
 
-TEST_CASE("quantized matmul equals a float64 product with the dequantized weights") {
+// The activations an int8 kernel multiplies: each token's row through its Q8 blocks and back.
+std::vector<float> Q8RoundTrip(const std::vector<float>& x, int64_t tokens, int64_t cols) {
+  const int64_t blocks = cpu::Q8Blocks(cols);
+  std::vector<int8_t> values(blocks * cpu::kQ8BlockElements);
+  std::vector<float> scales(blocks), out(x.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    cpu::QuantizeRowQ8(&x[t * cols], cols, values.data(), scales.data(), false);
+    for (int64_t c = 0; c < cols; ++c)
+      out[t * cols + c] = values[c] * scales[c / cpu::kQ8BlockElements];
+  }
+  return out;
+}
+
+TEST_CASE("quantized matmul equals a float64 product of the operands it multiplies") {
+  // int8 multiplies the activations' Q8 blocks (exactly representable as q · scale); int4 the
+  // f32 activations. Both multiply the dequantized weights.
   struct Shape {
     DType dtype;
     int64_t rows, cols;
     int group_size;
   };
   const Shape shapes[] = {{DType::kI8, 13, 64, 0},   {DType::kI8, 9, 172, 0},
-                          {DType::kI8, 5, 37, 0},    {DType::kQ4, 13, 64, 32},
+                          {DType::kI8, 5, 37, 0},    {DType::kI8, 6, 7, 0},
+                          {DType::kI8, 7, 768, 0},   {DType::kQ4, 13, 64, 32},
                           {DType::kQ4, 9, 172, 32},  {DType::kQ4, 6, 172, 64},
                           {DType::kQ4, 7, 300, 128}, {DType::kQ4, 4, 44, 32}};
   for (const Shape& shape : shapes) {
@@ -119,6 +139,8 @@ TEST_CASE("quantized matmul equals a float64 product with the dequantized weight
     const Weight bias{bias_values.data(), DType::kF32, 1, shape.rows, 0};
     const int64_t tokens = 5;
     const std::vector<float> x = RandomValues(tokens * shape.cols, 5);
+    const std::vector<float> operand =
+        shape.dtype == DType::kI8 ? Q8RoundTrip(x, tokens, shape.cols) : x;
     std::vector<float> dequantized(shape.rows * shape.cols);
     for (int64_t r = 0; r < shape.rows; ++r)
       DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
@@ -131,9 +153,10 @@ TEST_CASE("quantized matmul equals a float64 product with the dequantized weight
         for (int64_t r = 0; r < shape.rows; ++r) {
           double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
           for (int64_t c = 0; c < shape.cols; ++c) {
-            exact += static_cast<double>(x[t * shape.cols + c]) * dequantized[r * shape.cols + c];
-            magnitude += std::fabs(static_cast<double>(x[t * shape.cols + c]) *
-                                   dequantized[r * shape.cols + c]);
+            const double product =
+                static_cast<double>(operand[t * shape.cols + c]) * dequantized[r * shape.cols + c];
+            exact += product;
+            magnitude += std::fabs(product);
           }
           INFO(DTypeName(shape.dtype) << " " << shape.rows << "x" << shape.cols << " g"
                                       << shape.group_size << " avx2 " << avx2);
@@ -144,25 +167,142 @@ TEST_CASE("quantized matmul equals a float64 product with the dequantized weight
   }
 }
 
-TEST_CASE("quantized matmul: a token's result does not depend on the batch or the kernel") {
-  for (DType dtype : {DType::kI8, DType::kQ4}) {
-    const int64_t rows = 11, cols = 172;
-    const QuantizedMatrix q(RandomValues(rows * cols, 8), dtype, rows, cols, 32);
-    const int64_t tokens = 7;
-    const std::vector<float> x = RandomValues(tokens * cols, 9);
-    std::vector<float> batched(tokens * rows);
-    cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, batched.data(), rows, 0, rows);
-    for (int64_t t = 0; t < tokens; ++t) {
-      std::vector<float> single(rows), portable(rows);
-      // Rows split as a thread pool would: [0, 5) and [5, 11).
-      cpu::MatMulRows(&x[t * cols], cols, 1, q.weight, {}, single.data(), rows, 0, 5);
-      cpu::MatMulRows(&x[t * cols], cols, 1, q.weight, {}, single.data(), rows, 5, rows);
-      cpu::MatMulRowsQuantized(&x[t * cols], cols, 1, q.weight, {}, portable.data(), rows, 0,
+TEST_CASE("int8 activation blocks: within half a step of each block's scale, zero-padded") {
+  for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768}) {
+    std::vector<float> x = RandomValues(cols, 21 + cols);
+    // A block of zeros and a block a million times smaller than the rest.
+    if (cols >= 96) {
+      for (int64_t c = 32; c < 64; ++c) x[c] = 0.0f;
+      for (int64_t c = 64; c < 96; ++c) x[c] *= 1e-6f;
+    }
+    const int64_t blocks = cpu::Q8Blocks(cols);
+    std::vector<int8_t> values(blocks * cpu::kQ8BlockElements, 99);
+    std::vector<float> scales(blocks, -1.0f);
+    cpu::QuantizeRowQ8(x.data(), cols, values.data(), scales.data(), false);
+    for (int64_t b = 0; b < blocks; ++b) {
+      float max_abs = 0;
+      for (int64_t c = b * 32; c < std::min(cols, b * 32 + 32); ++c)
+        max_abs = std::max(max_abs, std::fabs(x[c]));
+      CHECK(scales[b] == max_abs / 127.0f);
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      INFO("cols " << cols << " col " << c);
+      CHECK(values[c] >= -127);
+      CHECK(std::fabs(values[c] * scales[c / 32] - x[c]) <= scales[c / 32] * 0.5001f);
+    }
+    for (int64_t c = cols; c < blocks * 32; ++c) CHECK(values[c] == 0);
+  }
+}
+
+TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's bytes") {
+  if (!cpu::UsingAvx2Kernels()) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768, 2048}) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      std::vector<float> x = RandomValues(cols, 31 + seed, seed == 3 ? 1e4f : 1.0f);
+      // Ties at x · 127 / max = k + 0.5 (round to even), a max hit exactly, specials.
+      if (cols >= 8) {
+        x[0] = 127.0f;
+        x[1] = 0.5f;
+        x[2] = -2.5f;
+        x[3] = -0.0f;
+      }
+      if (seed == 1 && cols > 40) x[40] = nan;
+      if (seed == 2 && cols > 40) x[40] = -inf;
+      if (seed == 2 && cols > 70) {  // a block too small to invert: zeros with a zero scale
+        std::fill(x.begin() + 64, x.begin() + std::min<int64_t>(cols, 96), 1e-35f);
+      }
+      const int64_t blocks = cpu::Q8Blocks(cols);
+      std::vector<int8_t> portable(blocks * 32, 1), avx2(blocks * 32, 2);
+      std::vector<float> portable_scales(blocks), avx2_scales(blocks);
+      cpu::QuantizeRowQ8(x.data(), cols, portable.data(), portable_scales.data(), false);
+      cpu::QuantizeRowQ8(x.data(), cols, avx2.data(), avx2_scales.data(), true);
+      INFO("cols " << cols << " seed " << seed);
+      CHECK(portable == avx2);
+      CHECK(std::memcmp(portable_scales.data(), avx2_scales.data(), blocks * sizeof(float)) == 0);
+      if ((seed == 1 || seed == 2) && cols > 40) CHECK(std::isnan(portable_scales[1]));  // NaN, −inf
+      if (seed == 2 && cols >= 96) CHECK(portable_scales[2] == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit") {
+  if (!cpu::UsingAvx2Kernels()) return;
+  for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300}) {
+    const int64_t rows = 13;
+    QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
+    // −128 is outside the quantizer's range but a file may hold it: both kernels take it to
+    // −128·|x| (the sign trick negates it to itself), so they still agree.
+    reinterpret_cast<int8_t*>(q.bytes.data())[0] = -128;
+    const std::vector<float> bias_values = RandomValues(rows, 42);
+    const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
+    for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
+      const std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
+      std::vector<float> portable(tokens * rows), avx2(tokens * rows, -1.0f);
+      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
                                rows, false);
-      for (int64_t r = 0; r < rows; ++r) {
-        INFO(DTypeName(dtype) << " token " << t << " row " << r);
-        CHECK(single[r] == batched[t * rows + r]);
-        CHECK(portable[r] == batched[t * rows + r]);
+      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 0, 6,
+                               true);
+      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 6, rows,
+                               true);
+      INFO("cols " << cols << " tokens " << tokens);
+      CHECK(std::memcmp(portable.data(), avx2.data(), portable.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("int8 matmul: quantizing activations errs by at most half a step per block") {
+  // |Σ w·(x − x̂)| ≤ Σ |w| · scale_block / 2, plus f32 rounding.
+  const int64_t rows = 8, cols = 200, tokens = 3;
+  const std::vector<float> values = RandomValues(rows * cols, 51);
+  const QuantizedMatrix q(values, DType::kI8, rows, cols, 0);
+  const std::vector<float> x = RandomValues(tokens * cols, 52, 3.0f);
+  std::vector<float> out(tokens * rows), dequantized(cols);
+  cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, out.data(), rows, 0, rows);
+  std::vector<int8_t> xq(cpu::Q8Blocks(cols) * 32);
+  std::vector<float> scales(cpu::Q8Blocks(cols));
+  for (int64_t t = 0; t < tokens; ++t) {
+    cpu::QuantizeRowQ8(&x[t * cols], cols, xq.data(), scales.data(), false);
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(q.weight, r, dequantized.data());
+      double exact = 0, bound = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        exact += static_cast<double>(x[t * cols + c]) * dequantized[c];
+        bound += std::fabs(static_cast<double>(dequantized[c])) * scales[c / 32] / 2 +
+                 1e-6 * std::fabs(static_cast<double>(x[t * cols + c]) * dequantized[c]);
+      }
+      INFO("token " << t << " row " << r);
+      CHECK(std::fabs(out[t * rows + r] - exact) <= bound);
+    }
+  }
+}
+
+TEST_CASE("quantized matmul: a token's result does not depend on the batch or the kernel") {
+  struct Shape {
+    int64_t rows, cols, tokens, split;
+  };
+  // 9 tokens: 4 + 4 + 1 tiles; 100 tokens × 8192 columns: more than one L2 token block.
+  const Shape shapes[] = {{11, 172, 9, 5}, {5, 8192, 100, 2}};
+  for (DType dtype : {DType::kI8, DType::kQ4}) {
+    for (const Shape& shape : shapes) {
+      const int64_t rows = shape.rows, cols = shape.cols, tokens = shape.tokens;
+      const QuantizedMatrix q(RandomValues(rows * cols, 8), dtype, rows, cols, 32);
+      const std::vector<float> x = RandomValues(tokens * cols, 9);
+      std::vector<float> batched(tokens * rows);
+      cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, batched.data(), rows, 0, rows);
+      for (int64_t t = 0; t < tokens; ++t) {
+        std::vector<float> single(rows), portable(rows);
+        // Rows split as a thread pool would.
+        const float* xt = &x[t * cols];
+        cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, 0, shape.split);
+        cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, shape.split, rows);
+        cpu::MatMulRowsQuantized(xt, cols, 1, q.weight, {}, portable.data(), rows, 0, rows, false);
+        for (int64_t r = 0; r < rows; ++r) {
+          INFO(DTypeName(dtype) << " cols " << cols << " token " << t << " row " << r);
+          CHECK(single[r] == batched[t * rows + r]);
+          CHECK(portable[r] == batched[t * rows + r]);
+        }
       }
     }
   }

@@ -1,0 +1,39 @@
+// f32 activation rows quantized for the int8 weight kernels (Q8_0-style): blocks of 32 int8 values
+// with one f32 scale each, symmetric and rounded to nearest-even like QuantizeRowI8, the last
+// block of a row padded with zeros. A token's blocks depend only on that token's row.
+#pragma once
+
+#include <cstdint>
+
+namespace zinf::cpu {
+
+inline constexpr int kQ8BlockElements = 32;
+
+// Blocks per row of `cols` values (the last one may be partial, padded with zeros).
+inline int64_t Q8Blocks(int64_t cols) { return (cols + kQ8BlockElements - 1) / kQ8BlockElements; }
+
+// Quantizes one row: values[Q8Blocks(cols) × 32], scales[Q8Blocks(cols)]. Per block, with m the
+// largest |x|: scale = m / 127 and q = clamp(nearbyint(x · (127 / m)), −127, 127). A block with
+// m below 1e-30 (127 / m would overflow) is zeros with scale 0; one holding a NaN or an infinity
+// is zeros with a NaN scale, so every product it enters is NaN. The AVX2 version writes the same
+// bytes as the portable one.
+void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2);
+
+// Quantized tokens [0, num_tokens): token t's blocks at values + t × blocks × 32, its scales at
+// scales + t × blocks.
+struct Q8Activations {
+  const int8_t* values = nullptr;
+  const float* scales = nullptr;
+  int64_t blocks = 0;
+
+  const int8_t* token_values(int64_t t) const { return values + t * blocks * kQ8BlockElements; }
+  const float* token_scales(int64_t t) const { return scales + t * blocks; }
+};
+
+// Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into a buffer
+// owned by the calling thread: grown when a call needs more, never shrunk, so the step loop does
+// not allocate once it has seen its largest batch. Valid until the thread's next call.
+Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t num_tokens,
+                                    int64_t cols, bool use_avx2);
+
+}  // namespace zinf::cpu
