@@ -27,6 +27,37 @@ uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vect
   return largest;
 }
 
+// Keeps every extent larger than `cap` resident, then, in `order`, each further extent that still
+// fits: resident bytes + `buffers` staging buffers sized to the largest extent still streamed
+// must stay within `room` (the budget less KV cache and activations). nullopt when the forced
+// extents and their ring do not fit.
+std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& extents,
+                                                 const std::vector<size_t>& order, uint64_t cap,
+                                                 int buffers, uint64_t room) {
+  std::vector<Tier> placement(extents.size(), Tier::kNvme);
+  uint64_t resident = 0;
+  auto fits = [&](uint64_t resident_bytes) {
+    return resident_bytes + buffers * LargestStreamed(extents, placement) <= room;
+  };
+  for (size_t idx : order) {
+    if (extents[idx].padded_bytes <= cap) continue;
+    placement[idx] = Tier::kDevice;
+    resident += extents[idx].padded_bytes;
+  }
+  if (!fits(resident)) return std::nullopt;
+  for (size_t idx : order) {
+    if (placement[idx] == Tier::kDevice) continue;
+    placement[idx] = Tier::kDevice;
+    if (fits(resident + extents[idx].padded_bytes)) {
+      resident += extents[idx].padded_bytes;
+    } else {
+      placement[idx] = Tier::kNvme;
+    }
+  }
+  if (!fits(resident)) return std::nullopt;
+  return placement;
+}
+
 void Predict(const PlannerInputs& inputs, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const Bandwidths& bw = inputs.bandwidths;
@@ -103,41 +134,42 @@ Plan MakePlan(const PlannerInputs& inputs) {
     return plan;  // everything fits: offload is pointless
   }
 
-  // For each prefetch depth: greedily keep extents resident while the resident bytes, the staging
-  // ring sized to the largest extent still streamed, and the fixed costs fit. A deeper ring costs
-  // DRAM that residency could use, so the depth whose plan predicts the most tokens/s wins (the
-  // deeper on a tie: it absorbs jitter in read times).
+  // For each prefetch depth and each cap on the staging buffer's size: keep every extent larger
+  // than the cap resident, then greedily keep further extents resident while the resident bytes,
+  // the staging ring sized to the largest extent still streamed, and the fixed costs fit. The cap
+  // matters when a few extents are much larger than the rest (a 32k-vocabulary embedding and head
+  // beside small layers): the greedy pass alone cannot keep the first of them, since the second,
+  // still streamed, sizes the ring; keeping both makes the ring small. A deeper ring costs DRAM
+  // that residency could use, so the plan that predicts the most tokens/s wins (on a tie, the
+  // deeper ring: it absorbs jitter in read times; then the larger cap, the plain greedy pass).
   plan.offload_needed = true;
   const std::vector<size_t> order = ResidencyOrder(extents);
+  std::vector<uint64_t> caps;  // distinct extent sizes, largest first: the first forces nothing
+  for (size_t idx : order) {
+    const uint64_t bytes = extents[idx].padded_bytes;
+    if (caps.empty() || caps.back() != bytes) caps.push_back(bytes);
+  }
+  const uint64_t room = budget - std::min(budget, fixed);  // for resident extents and staging
   std::optional<Plan> best;
   for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {
-    std::vector<Tier> placement(extents.size(), Tier::kNvme);
-    uint64_t resident = 0;
-    auto fits = [&](uint64_t resident_bytes) {
-      const uint64_t staging = (depth + 1) * LargestStreamed(extents, placement);
-      return fixed + resident_bytes + staging <= budget;
-    };
-    for (size_t idx : order) {
-      placement[idx] = Tier::kDevice;
-      if (fits(resident + extents[idx].padded_bytes)) {
-        resident += extents[idx].padded_bytes;
-      } else {
-        placement[idx] = Tier::kNvme;
+    for (uint64_t cap : caps) {
+      const std::optional<std::vector<Tier>> placement =
+          GreedyPlacement(extents, order, cap, depth + 1, room);
+      if (!placement) continue;
+      plan.placement = *placement;
+      plan.prefetch_depth = depth;
+      plan.num_staging_buffers = depth + 1;
+      plan.staging_buffer_bytes = LargestStreamed(extents, plan.placement);
+      plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
+      plan.resident_bytes = 0;
+      plan.streamed_bytes_per_step = 0;
+      for (size_t i = 0; i < extents.size(); ++i) {
+        (plan.placement[i] == Tier::kNvme ? plan.streamed_bytes_per_step : plan.resident_bytes) +=
+            extents[i].padded_bytes;
       }
+      Predict(inputs, plan);
+      if (!best || plan.predicted_tokens_per_s > best->predicted_tokens_per_s) best = plan;
     }
-    if (!fits(resident)) continue;
-    plan.placement = placement;
-    plan.prefetch_depth = depth;
-    plan.num_staging_buffers = depth + 1;
-    plan.staging_buffer_bytes = LargestStreamed(extents, placement);
-    plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
-    plan.resident_bytes = resident;
-    for (size_t i = 0; i < extents.size(); ++i) {
-      if (placement[i] == Tier::kNvme) plan.streamed_bytes_per_step += extents[i].padded_bytes;
-    }
-    Predict(inputs, plan);
-    if (!best || plan.predicted_tokens_per_s > best->predicted_tokens_per_s) best = plan;
-    plan.streamed_bytes_per_step = 0;
   }
   if (best) return *best;
   // Any placement needs staging for its largest streamed extent or holds that extent resident.

@@ -107,6 +107,48 @@ TEST_CASE("planner: predictions follow the bound") {
   }
 }
 
+TEST_CASE("planner: two large extents beside small layers are kept together, shrinking the ring") {
+  // llama-110m in f32: embeddings and head 93.8 MiB each, twelve layers of 27.0 MiB. Kept one
+  // at a time, the first of the two large extents never fits, since the other, still streamed,
+  // sizes the staging ring; kept together, the ring needs only hold a layer.
+  Checkpoint model;
+  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.dtype = DType::kF32;
+  model.extents = formats::LayoutExtents(formats::ExpectedExtents(model.config), DType::kF32);
+  PlannerInputs inputs = Inputs(model, model.total_bytes() * 3 / 4);
+  inputs.workload.batch_size = 8;
+  inputs.workload.max_context = 629;
+  inputs.workload.kv_dtype = DType::kI8;
+  const Plan plan = MakePlan(inputs);
+  CHECK(plan.total_dram_bytes() <= inputs.cpu_mem_bytes);
+  uint64_t largest_layer = 0;
+  for (size_t i = 0; i < model.extents.size(); ++i) {
+    if (model.extents[i].kind == ExtentKind::kLayer) {
+      largest_layer = std::max(largest_layer, model.extents[i].padded_bytes);
+    } else if (model.extents[i].padded_bytes > 64ull << 20) {
+      CHECK(plan.placement[i] == Tier::kDevice);  // the embeddings and the head
+    }
+  }
+  CHECK(plan.staging_buffer_bytes == largest_layer);
+  CHECK(plan.prefetch_depth >= 1);  // reads overlap compute
+  // More DRAM never predicts less, and every plan fits its budget.
+  double previous = 0;
+  for (uint64_t percent = 50; percent <= 100; percent += 5) {
+    inputs.cpu_mem_bytes = model.total_bytes() * percent / 100;
+    INFO("budget " << percent << "% of the checkpoint");
+    Plan budget_plan;
+    try {
+      budget_plan = MakePlan(inputs);
+    } catch (const Error&) {
+      CHECK(previous == 0);  // only the smallest budgets may not fit
+      continue;
+    }
+    CHECK(budget_plan.total_dram_bytes() <= inputs.cpu_mem_bytes);
+    CHECK(budget_plan.predicted_tokens_per_s >= previous);
+    previous = budget_plan.predicted_tokens_per_s;
+  }
+}
+
 }  // namespace zinf
 
 namespace zinf {
