@@ -156,6 +156,15 @@ const int* CudaBackend::Upload(DeviceInts& buffer, std::span<const int> values, 
 }
 
 kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
+  // StoreKv and Attention of every layer pass the same chunks: build and check them once.
+  auto same_chunk = [](const SequenceChunk& a, const SequenceChunk& b) {
+    return a.kv_slot == b.kv_slot && a.start_position == b.start_position &&
+           a.num_tokens == b.num_tokens && a.token_offset == b.token_offset;
+  };
+  if (std::equal(chunks.begin(), chunks.end(), mapped_chunks_.begin(), mapped_chunks_.end(),
+                 same_chunk)) {
+    return row_map_;
+  }
   int rows = 0;
   for (const SequenceChunk& chunk : chunks) rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
   std::vector<int> slots(rows, -1), positions(rows, 0);  // rows of no chunk stay untouched
@@ -171,14 +180,12 @@ kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
       positions[chunk.token_offset + i] = chunk.start_position + i;
     }
   }
-  kn::RowMap map;
-  map.slot = Upload(row_slots_, slots, "row slots");
-  map.position = Upload(row_positions_, positions, "row positions");
-  map.rows = rows;
-  return map;
+  row_map_.slot = Upload(row_slots_, slots, "row slots");
+  row_map_.position = Upload(row_positions_, positions, "row positions");
+  row_map_.rows = rows;
+  mapped_chunks_.assign(chunks.begin(), chunks.end());
+  return row_map_;
 }
-
-void CudaBackend::Launched(cudaError_t status, const char* op) { CheckCuda(status, op); }
 
 Tensor CudaBackend::AllocateActivation(int64_t rows, int64_t cols) {
   void* data = pool_->Allocate(static_cast<uint64_t>(rows * cols) * sizeof(float), "an activation");
@@ -301,7 +308,7 @@ void CudaBackend::ConvertF32Matrices(const ExtentInfo& extent, std::byte* base,
       CheckCuda(cudaMemcpyAsync(matrix_buffer_, at + begin * sizeof(float), size * sizeof(float),
                                 cudaMemcpyDeviceToDevice, stream_),
                 "staging " + what);
-      Launched(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
+      CheckCuda(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
                            at + begin * 2, stream_),
                "converting weights to bf16");
     }
@@ -341,7 +348,7 @@ CudaBackend::GemmOperand CudaBackend::PrepareWeight(const Weight& w) {
   ZINF_CHECK(matrix_buffer_ != nullptr && bytes <= plan_.matrix_scratch_bytes,
              "a {}x{} quantized matrix needs {} bytes of scratch; {} planned", w.rows, w.cols, bytes,
              plan_.matrix_scratch_bytes);
-  Launched(kn::DequantizeMatrix(ref, type, matrix_buffer_, stream_), "dequantizing a matrix");
+  CheckCuda(kn::DequantizeMatrix(ref, type, matrix_buffer_, stream_), "dequantizing a matrix");
   return {matrix_buffer_, type};
 }
 
@@ -354,7 +361,7 @@ void CudaBackend::Embed(std::span<const TokenId> token_ids, const Weight& table,
   }
   ZINF_CHECK(out.cols == table.cols, "embedding width {} vs {}", out.cols, table.cols);
   const int* ids = Upload(token_ids_, {token_ids.data(), token_ids.size()}, "token ids");
-  Launched(kn::Embed(ids, static_cast<int>(token_ids.size()), Ref(table), Floats(out), stream_),
+  CheckCuda(kn::Embed(ids, static_cast<int>(token_ids.size()), Ref(table), Floats(out), stream_),
            "embedding");
 }
 
@@ -365,7 +372,7 @@ void CudaBackend::AddPositionEmbedding(std::span<const int> positions, int posit
     ZINF_CHECK(index >= 0 && index < table.rows, "position {} outside the table", index);
   }
   const int* device_positions = Upload(positions_, positions, "positions");
-  Launched(kn::AddPositionEmbedding(device_positions, static_cast<int>(positions.size()),
+  CheckCuda(kn::AddPositionEmbedding(device_positions, static_cast<int>(positions.size()),
                                     position_offset, Ref(table), Floats(x), stream_),
            "position embedding");
 }
@@ -380,24 +387,24 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
     ZINF_CHECK(static_cast<uint64_t>(x.rows * x.cols) * 2 <= plan_.gemm_input_bytes,
                "a [{},{}] GEMM input exceeds the {} bytes planned", x.rows, x.cols,
                plan_.gemm_input_bytes);
-    Launched(kn::CastF32(Floats(x), x.rows * x.cols, weight.type, cast_buffer_, stream_),
+    CheckCuda(kn::CastF32(Floats(x), x.rows * x.cols, weight.type, cast_buffer_, stream_),
              "casting a GEMM input");
     input = cast_buffer_;
   }
   Gemm(cublas_, input, weight.data, weight.type, x.rows, x.cols, w.rows, Floats(out));
-  if (bias) Launched(kn::AddBias(Floats(out), out.rows, Ref(bias), stream_), "bias add");
+  if (bias) CheckCuda(kn::AddBias(Floats(out), out.rows, Ref(bias), stream_), "bias add");
 }
 
 void CudaBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
-  Launched(kn::RmsNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), eps, Floats(out), stream_),
+  CheckCuda(kn::RmsNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), eps, Floats(out), stream_),
            "rmsnorm");
 }
 
 void CudaBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps,
                              Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
-  Launched(kn::RmsNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), eps, Floats(out),
+  CheckCuda(kn::RmsNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), eps, Floats(out),
                        stream_),
            "residual add and rmsnorm");
 }
@@ -405,7 +412,7 @@ void CudaBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, fl
 void CudaBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                             Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
-  Launched(kn::LayerNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), Ref(bias), eps,
+  CheckCuda(kn::LayerNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), Ref(bias), eps,
                          Floats(out), stream_),
            "layernorm");
 }
@@ -413,7 +420,7 @@ void CudaBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, 
 void CudaBackend::AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias,
                                float eps, Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
-  Launched(kn::LayerNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), Ref(bias), eps,
+  CheckCuda(kn::LayerNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), Ref(bias), eps,
                          Floats(out), stream_),
            "residual add and layernorm");
 }
@@ -445,7 +452,7 @@ void CudaBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) 
                position);
   }
   const int* device_positions = Upload(positions_, positions, "positions");
-  Launched(kn::Rope(Floats(x), static_cast<int>(positions.size()), num_heads, rope_head_dim_,
+  CheckCuda(kn::Rope(Floats(x), static_cast<int>(positions.size()), num_heads, rope_head_dim_,
                     device_positions, rope_cos_, rope_sin_, stream_),
            "rope");
 }
@@ -454,7 +461,7 @@ void CudaBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tens
   const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
   ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols, kv_dim);
   const kn::RowMap map = UploadRowMap(chunks);
-  Launched(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
+  CheckCuda(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
 }
 
 void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
@@ -472,28 +479,28 @@ void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Te
                  out.cols == q.cols,
              "attention widths {} / {}", q.cols, out.cols);
   const kn::RowMap map = UploadRowMap(chunks);
-  Launched(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
+  CheckCuda(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
                          Floats(out), stream_),
            "attention");
 }
 
 void CudaBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
-  Launched(kn::SiluMul(Floats(gate), Floats(up), Floats(out), gate.rows * gate.cols, stream_),
+  CheckCuda(kn::SiluMul(Floats(gate), Floats(up), Floats(out), gate.rows * gate.cols, stream_),
            "silu");
 }
 
 void CudaBackend::Relu(Tensor x) {
-  Launched(kn::Relu(Floats(x), x.rows * x.cols, stream_), "relu");
+  CheckCuda(kn::Relu(Floats(x), x.rows * x.cols, stream_), "relu");
 }
 
 void CudaBackend::Add(Tensor x, Tensor y) {
-  Launched(kn::Add(Floats(x), Floats(y), x.rows * x.cols, stream_), "residual add");
+  CheckCuda(kn::Add(Floats(x), Floats(y), x.rows * x.cols, stream_), "residual add");
 }
 
 void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
   const int* device_rows = Upload(gather_rows_, rows, "gathered rows");
-  Launched(kn::GatherRows(Floats(x), x.cols, device_rows, static_cast<int>(rows.size()),
+  CheckCuda(kn::GatherRows(Floats(x), x.cols, device_rows, static_cast<int>(rows.size()),
                           Floats(out), stream_),
            "gathering rows");
 }

@@ -80,7 +80,6 @@ class CudaBackend final : public Backend {
   GemmOperand PrepareWeight(const Weight& w);
   kernels::KvLayer KvLayerView(int layer) const;
   uint64_t KvElementBytes() const;
-  void Launched(cudaError_t status, const char* op);
 
   struct StreamDeleter {
     void operator()(cudaStream_t stream) const { cudaStreamDestroy(stream); }
@@ -123,6 +122,8 @@ class CudaBackend final : public Backend {
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix
   DeviceInts token_ids_, positions_, row_slots_, row_positions_, gather_rows_;
+  std::vector<SequenceChunk> mapped_chunks_;  // what row_map_ (on the device) describes
+  kernels::RowMap row_map_;
 
   KvCacheShape kv_shape_;
   kernels::KvType kv_type_ = kernels::KvType::kF32;

@@ -117,10 +117,7 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
                        [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
     float results[kRows][kTokens];
     DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, body, results);
-    for (int i = 0; i < kRows; ++i) {
-      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-      for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
-    }
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
   });
 }
 

@@ -269,16 +269,6 @@ inline void Q4Tile(const float* x, int64_t x_stride, const QuantRows& w, int64_t
   }
 }
 
-// Writes a tile's results plus the bias.
-template <int kRows, int kTokens>
-inline void StoreTile(const float (&results)[kRows][kTokens], const Weight& bias, float* out,
-                      int64_t out_stride, int64_t r, int64_t t) {
-  for (int i = 0; i < kRows; ++i) {
-    const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
-  }
-}
-
 void MatMulI8Avx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                   const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                   int64_t row_end) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "engine/cpu_matmul.h"
+
 namespace zinf::cpu {
 
 // Activation bytes per token block: most of a 2 MiB L2, leaving room for the weight rows.
@@ -42,6 +44,16 @@ void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t
     }
     for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
     for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
+  }
+}
+
+// Writes a tile's results (rows r.., tokens t..) plus the bias into out[token][row].
+template <int kRows, int kTokens>
+inline void StoreTile(const float (&results)[kRows][kTokens], const Weight& bias, float* out,
+                      int64_t out_stride, int64_t r, int64_t t) {
+  for (int i = 0; i < kRows; ++i) {
+    const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
   }
 }
 
