@@ -21,7 +21,7 @@ CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
 
 std::string CpuBackend::name() const {
   return fmt::format("cpu ({} threads, {} kernels)", pool_.num_threads(),
-                     cpu::UsingAvx2Kernels() ? "avx2" : "portable");
+                     cpu::CpuIsaName(cpu::ActiveCpuIsa()));
 }
 
 Tensor CpuBackend::AllocateActivation(int64_t rows, int64_t cols) {

@@ -125,21 +125,15 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
 
 }  // namespace
 
-bool UsingAvx2Kernels() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
-  return supported;
-}
-
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                int64_t row_end) {
+                int64_t row_end, CpuIsa isa) {
   if (IsQuantized(w.dtype)) {
     MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                        UsingAvx2Kernels());
+                        isa);
     return;
   }
-  if (!UsingAvx2Kernels()) {
+  if (isa == CpuIsa::kPortable) {
     MatMulRowsPortable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
     return;
   }

@@ -6,17 +6,17 @@
 #include <cstdint>
 
 #include "engine/backend.h"
+#include "engine/cpu_isa.h"
 
 namespace zinf::cpu {
 
 // out[t * out_stride + r] = dot(x[t * x_stride : +w.cols], w[r]) + bias[r], for tokens
 // [0, num_tokens) and weight rows [row_begin, row_end). bias may be empty.
+// Runs at ActiveCpuIsa() unless `isa` says otherwise (tests compare the levels).
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                int64_t row_end);
+                int64_t row_end, CpuIsa isa = ActiveCpuIsa());
 
-// True when the AVX2/FMA/F16C kernels are in use on this CPU.
-bool UsingAvx2Kernels();
 
 // Element idx of a weight vector, converted to f32.
 float WeightValue(const Weight& w, int64_t idx);

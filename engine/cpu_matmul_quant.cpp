@@ -305,8 +305,8 @@ void MatMulQ4Avx2(const float* x, int64_t x_stride, int64_t num_tokens, const We
 
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, bool use_avx2) {
-  if (!use_avx2) {
+                         int64_t row_end, CpuIsa isa) {
+  if (isa == CpuIsa::kPortable) {
     MatMulPortable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (w.dtype == DType::kI8) {
     MatMulI8Avx2(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);

@@ -7,12 +7,13 @@
 #include <cstdint>
 
 #include "engine/backend.h"
+#include "engine/cpu_isa.h"
 
 namespace zinf::cpu {
 
 // w.dtype is kI8 or kQ4; see MatMulRows for the arguments.
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, bool use_avx2);
+                         int64_t row_end, CpuIsa isa);
 
 }  // namespace zinf::cpu

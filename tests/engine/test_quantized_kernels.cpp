@@ -145,10 +145,11 @@ TEST_CASE("quantized matmul equals a float64 product of the operands it multipli
     for (int64_t r = 0; r < shape.rows; ++r)
       DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
     for (bool avx2 : {false, true}) {
-      if (avx2 && !cpu::UsingAvx2Kernels()) continue;
+      if (avx2 && cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) continue;
       std::vector<float> out(tokens * shape.rows);
       cpu::MatMulRowsQuantized(x.data(), shape.cols, tokens, q.weight, bias, out.data(),
-                               shape.rows, 0, shape.rows, avx2);
+                               shape.rows, 0, shape.rows,
+                               avx2 ? cpu::CpuIsa::kAvx2 : cpu::CpuIsa::kPortable);
       for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t r = 0; r < shape.rows; ++r) {
           double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
@@ -195,7 +196,7 @@ TEST_CASE("int8 activation blocks: within half a step of each block's scale, zer
 }
 
 TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's bytes") {
-  if (!cpu::UsingAvx2Kernels()) return;
+  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) return;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768, 2048}) {
@@ -228,7 +229,7 @@ TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's 
 }
 
 TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit") {
-  if (!cpu::UsingAvx2Kernels()) return;
+  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) return;
   for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300}) {
     const int64_t rows = 13;
     QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
@@ -241,11 +242,11 @@ TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit") {
       const std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
       std::vector<float> portable(tokens * rows), avx2(tokens * rows, -1.0f);
       cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
-                               rows, false);
+                               rows, cpu::CpuIsa::kPortable);
       cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 0, 6,
-                               true);
+                               cpu::CpuIsa::kAvx2);
       cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 6, rows,
-                               true);
+                               cpu::CpuIsa::kAvx2);
       INFO("cols " << cols << " tokens " << tokens);
       CHECK(std::memcmp(portable.data(), avx2.data(), portable.size() * sizeof(float)) == 0);
     }
@@ -297,7 +298,8 @@ TEST_CASE("quantized matmul: a token's result does not depend on the batch or th
         const float* xt = &x[t * cols];
         cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, 0, shape.split);
         cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, shape.split, rows);
-        cpu::MatMulRowsQuantized(xt, cols, 1, q.weight, {}, portable.data(), rows, 0, rows, false);
+        cpu::MatMulRowsQuantized(xt, cols, 1, q.weight, {}, portable.data(), rows, 0, rows,
+                                 cpu::CpuIsa::kPortable);
         for (int64_t r = 0; r < rows; ++r) {
           INFO(DTypeName(dtype) << " cols " << cols << " token " << t << " row " << r);
           CHECK(single[r] == batched[t * rows + r]);
