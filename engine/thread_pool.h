@@ -1,7 +1,7 @@
 // A fixed pool of worker threads for data-parallel loops in the CPU backend.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -15,6 +15,11 @@ namespace zinf {
 // taking the first. The split depends only on count and the thread count, so results that depend
 // on it are deterministic. ParallelFor is called from one thread at a time; an exception in a
 // worker is rethrown on the calling thread.
+//
+// A decode step calls ParallelFor over a hundred times, each for tens of microseconds of work, so
+// waking a sleeping thread (a futex round trip, often more when the scheduler is slow) would cost
+// as much as the work: idle workers and the waiting caller spin for a short while before they
+// sleep.
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);
@@ -30,18 +35,18 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int worker_idx);
+  void RecordError(std::exception_ptr error);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable work_ready_;
-  std::condition_variable work_done_;
+  // A task is published by writing these, then bumping generation_ (release).
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t count_ = 0;
   int num_parts_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers still running the current task
+  std::atomic<bool> stopping_{false};
+  std::mutex error_mutex_;
   std::exception_ptr error_;
-  bool stopping_ = false;
 };
 
 }  // namespace zinf

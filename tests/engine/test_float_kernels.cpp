@@ -1,0 +1,86 @@
+// The float-weight CPU matmul kernels: every instruction-set level this CPU has gives the portable
+// kernel's bits, for f32/f16/bf16 weights, any token count (odd ones leave a lone token in the
+// AVX-512 kernel's pairs), rows not a multiple of the tile, rows split between threads and row
+// lengths with a scalar tail; and the portable kernel agrees with a float64 product.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cpu_isa.h"
+#include "engine/cpu_matmul.h"
+#include "engine/dtype.h"
+
+namespace zinf {
+
+namespace {
+
+std::vector<float> RandomValues(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
+// `values` stored as `dtype` (f32, f16 or bf16), with the Weight that reads them.
+struct FloatMatrix {
+  std::vector<float> f32;
+  std::vector<uint16_t> halves;
+  Weight weight;
+
+  FloatMatrix(const std::vector<float>& values, DType dtype, int64_t rows, int64_t cols) {
+    if (dtype == DType::kF32) {
+      f32 = values;
+      weight = {f32.data(), dtype, rows, cols, 0};
+      return;
+    }
+    for (float v : values) halves.push_back(dtype == DType::kF16 ? F32ToF16(v) : F32ToBf16(v));
+    weight = {halves.data(), dtype, rows, cols, 0};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("float matmul: every kernel level equals the portable one bit for bit") {
+  const cpu::CpuIsa best = cpu::BestCpuIsa();
+  if (best == cpu::CpuIsa::kPortable) WARN("no AVX2 on this CPU: only the portable kernel is checked");
+  if (best < cpu::CpuIsa::kAvx512) WARN("no AVX-512 on this CPU: its kernel is not checked here");
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t cols : {8, 13, 64, 100, 773}) {
+      const int64_t rows = 11;
+      FloatMatrix w(RandomValues(rows * cols, 7 + cols), dtype, rows, cols);
+      const std::vector<float> bias_values = RandomValues(rows, 8);
+      const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
+      for (int64_t tokens : {1, 2, 3, 12, 13, 27}) {
+        const int64_t x_stride = cols + 3;  // rows of x are not packed
+        const std::vector<float> x = RandomValues(tokens * x_stride, 9 + tokens);
+        std::vector<float> portable(tokens * rows);
+        cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, bias, portable.data(), rows, 0, rows,
+                        cpu::CpuIsa::kPortable);
+        for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
+          if (isa > best) continue;
+          std::vector<float> fast(tokens * rows, -1.0f);
+          cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, bias, fast.data(), rows, 0, 5, isa);
+          cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, bias, fast.data(), rows, 5, rows,
+                          isa);
+          INFO(DTypeName(dtype) << " cols " << cols << " tokens " << tokens << " level "
+                                << cpu::CpuIsaName(isa));
+          CHECK(std::memcmp(portable.data(), fast.data(), portable.size() * sizeof(float)) == 0);
+        }
+        if (dtype != DType::kF32) continue;
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            double exact = bias_values[r];
+            for (int64_t k = 0; k < cols; ++k) exact += double{x[t * x_stride + k]} * w.f32[r * cols + k];
+            CHECK(portable[t * rows + r] == Approx(exact).epsilon(1e-4).margin(1e-4));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace zinf
