@@ -1,0 +1,137 @@
+// ScoreKeys / WeightValues: portable and AVX2 versions of the same operation sequence.
+#include "engine/cpu_attention_rows.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cpu_dot.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+// The int8 cache's scale of row j, head h (1 for an f32 cache).
+inline float RowScale(const KvRows& rows, int j, int kv_head) {
+  return rows.f32 != nullptr ? 1.0f : rows.scales[static_cast<int64_t>(j) * rows.num_kv_heads + kv_head];
+}
+
+inline float KvValue(const KvRows& rows, int64_t at) {
+  return rows.f32 != nullptr ? rows.f32[at] : static_cast<float>(rows.i8[at]);
+}
+
+float ScoreOnePortable(const float* query, const KvRows& keys, int64_t at, int head_dim) {
+  const int body = head_dim / 8 * 8;
+  float lanes[8] = {};
+  for (int d = 0; d < body; d += 8) {
+    for (int i = 0; i < 8; ++i) lanes[i] = std::fma(query[d + i], KvValue(keys, at + d + i), lanes[i]);
+  }
+  float sum = ReduceLanes(lanes);
+  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
+  return sum;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+inline __m256 LoadKv8(const KvRows& rows, int64_t at) {
+  if (rows.f32 != nullptr) return _mm256_loadu_ps(rows.f32 + at);
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows.i8 + at));
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+}
+
+inline float FinishScore(__m256 acc, const float* query, const KvRows& keys, int64_t at, int body,
+                         int head_dim) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = ReduceLanes(lanes);
+  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
+  return sum;
+}
+
+// Four keys at a time: four independent fma chains hide the latency.
+void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
+                   float scale, float* scores) {
+  const int body = head_dim / 8 * 8;
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  int j = 0;
+  for (; j + 4 <= num_keys; j += 4) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int d = 0; d < body; d += 8) {
+      const __m256 q = _mm256_loadu_ps(query + d);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        acc[i] = _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      const int64_t at = (j + i) * keys.row_stride + head_offset;
+      scores[j + i] = FinishScore(acc[i], query, keys, at, body, head_dim) * RowScale(keys, j + i, kv_head) * scale;
+    }
+  }
+  for (; j < num_keys; ++j) {
+    const int64_t at = j * keys.row_stride + head_offset;
+    __m256 acc = _mm256_setzero_ps();
+    for (int d = 0; d < body; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
+    scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * RowScale(keys, j, kv_head) * scale;
+  }
+}
+
+// Up to 64 dimensions at a time held in registers while every value row passes.
+void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, int head_dim,
+                      int num_keys, float* out) {
+  const int body = head_dim / 8 * 8;
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  for (int d0 = 0; d0 < body; d0 += 64) {
+    const int chunks = std::min(8, (body - d0) / 8);
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
+    for (int j = 0; j < num_keys; ++j) {
+      const __m256 w = _mm256_set1_ps(weights[j] * RowScale(values, j, kv_head));
+      const int64_t at = j * values.row_stride + head_offset + d0;
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        if (c < chunks) acc[c] = _mm256_fmadd_ps(w, LoadKv8(values, at + 8 * c), acc[c]);
+      }
+    }
+    for (int c = 0; c < chunks; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
+  }
+  for (int d = body; d < head_dim; ++d) {
+    float sum = 0;
+    for (int j = 0; j < num_keys; ++j) {
+      sum = std::fma(weights[j] * RowScale(values, j, kv_head),
+                     KvValue(values, j * values.row_stride + head_offset + d), sum);
+    }
+    out[d] = sum;
+  }
+}
+
+#pragma GCC pop_options
+
+}  // namespace
+
+void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
+               float scale, float* scores, CpuIsa isa) {
+  if (isa >= CpuIsa::kAvx2) return ScoreKeysAvx2(query, keys, kv_head, head_dim, num_keys, scale, scores);
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  for (int j = 0; j < num_keys; ++j) {
+    const int64_t at = j * keys.row_stride + head_offset;
+    scores[j] = ScoreOnePortable(query, keys, at, head_dim) * RowScale(keys, j, kv_head) * scale;
+  }
+}
+
+void WeightValues(const float* weights, const KvRows& values, int kv_head, int head_dim,
+                  int num_keys, float* out, CpuIsa isa) {
+  if (isa >= CpuIsa::kAvx2) return WeightValuesAvx2(weights, values, kv_head, head_dim, num_keys, out);
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  std::fill(out, out + head_dim, 0.0f);
+  for (int j = 0; j < num_keys; ++j) {
+    const float w = weights[j] * RowScale(values, j, kv_head);
+    const int64_t at = j * values.row_stride + head_offset;
+    for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w, KvValue(values, at + d), out[d]);
+  }
+}
+
+}  // namespace zinf::cpu
