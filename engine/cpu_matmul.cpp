@@ -83,7 +83,19 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
+  // A lone token reads each weight once: the rows of the next tile (the bytes right after this
+  // tile's) are prefetched as this tile's are consumed, a tile ahead, so that the short streams of
+  // a tile's rows do not each wait for the hardware prefetcher to notice them.
+  constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
+  const char* next_tile = static_cast<const char*>(w.data) + (row + kRows) * w.cols * kElementBytes;
   for (int64_t k = 0; k < body; k += 8) {
+    if constexpr (kTokens == 1) {
+      constexpr int64_t kStepBytes = kRows * 8 * kElementBytes;
+#pragma GCC unroll 8
+      for (int64_t line = 0; line < kStepBytes; line += 64) {
+        _mm_prefetch(next_tile + k / 8 * kStepBytes + line, _MM_HINT_T0);
+      }
+    }
     __m256 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) wv[r] = LoadWeights8<kDType>(w.data, (row + r) * w.cols + k);

@@ -32,6 +32,9 @@ bool SpinWhileEqual(const std::atomic<T>& value, T old) {
       CpuRelax();
     }
     if (std::chrono::steady_clock::now() > deadline) return false;
+    // On a machine busier than the pool, the thread being waited for may be queued behind this
+    // one: give it the core.
+    std::this_thread::yield();
   }
 }
 
