@@ -1,8 +1,10 @@
 // The 8-lane dot product of the float kernels (lane j accumulates elements k ≡ j mod 8 in order,
 // one fma each) computed for two tokens per 512-bit register: the activations are laid out once
 // per call as token pairs, [x_t[k..k+8) | x_t+1[k..k+8)] for each k, and each weight run of 8 is
-// broadcast to both halves, so each half follows the AVX2 kernel's chain exactly. A tile of 4
-// rows × 6 token pairs keeps 24 accumulators in registers; each weight run loaded serves 12 tokens.
+// broadcast to both halves, so each half follows the AVX2 kernel's chain exactly. A tile of 6
+// rows × 4 token pairs keeps 24 accumulators in registers. The token pairs come from L2 and the
+// weight rows from L1, so tall tiles win: 6 × 4 measured 1.25× faster than 4 × 6 (one thread,
+// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between.
 #include "engine/cpu_matmul_avx512.h"
 
 #include <immintrin.h>
@@ -18,8 +20,8 @@ namespace zinf::cpu {
 
 namespace {
 
-constexpr int kTileRows = 4;
-constexpr int kTilePairs = 6;
+constexpr int kTileRows = 6;
+constexpr int kTilePairs = 4;
 
 // Token pairs of x, chunk-interleaved: pair p's chunk c is 16 floats at (p · chunks + c) · 16.
 // An odd last token is paired with zeros (its second results are never stored). Grown only.
@@ -138,12 +140,11 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
     RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
                                    out_stride, row, p);
   };
+  static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
   switch (pair_end - p) {
     case 1: edge.template operator()<1>(); break;
     case 2: edge.template operator()<2>(); break;
     case 3: edge.template operator()<3>(); break;
-    case 4: edge.template operator()<4>(); break;
-    case 5: edge.template operator()<5>(); break;
     default: break;
   }
 }
