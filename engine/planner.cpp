@@ -20,41 +20,20 @@ namespace {
 
 // The largest extent still streamed: the staging buffer size.
 uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
-  uint64_t largest = 0;
-  for (size_t i = 0; i < extents.size(); ++i) {
-    if (placement[i] == Tier::kNvme) largest = std::max(largest, extents[i].padded_bytes);
-  }
-  return largest;
+  return planner_detail::LargestOn(extents, placement, Tier::kNvme);
 }
 
-// Keeps every extent larger than `cap` resident, then, in `order`, each further extent that still
-// fits: resident bytes + `buffers` staging buffers sized to the largest extent still streamed
-// must stay within `room` (the budget less KV cache and activations). nullopt when the forced
-// extents and their ring do not fit.
+// Resident extents (Tier::kDevice: in the CPU's memory) by planner_detail::KeepGreedily, the rest
+// streamed through `buffers` staging buffers, within `room` (the budget less KV cache and
+// activations). nullopt when the extents larger than `cap` and their ring do not fit.
 std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& extents,
                                                  const std::vector<size_t>& order, uint64_t cap,
                                                  int buffers, uint64_t room) {
   std::vector<Tier> placement(extents.size(), Tier::kNvme);
-  uint64_t resident = 0;
-  auto fits = [&](uint64_t resident_bytes) {
-    return resident_bytes + buffers * LargestStreamed(extents, placement) <= room;
-  };
-  for (size_t idx : order) {
-    if (extents[idx].padded_bytes <= cap) continue;
-    placement[idx] = Tier::kDevice;
-    resident += extents[idx].padded_bytes;
+  if (!planner_detail::KeepGreedily(extents, order, cap, buffers, room, Tier::kDevice, Tier::kNvme,
+                                    placement)) {
+    return std::nullopt;
   }
-  if (!fits(resident)) return std::nullopt;
-  for (size_t idx : order) {
-    if (placement[idx] == Tier::kDevice) continue;
-    placement[idx] = Tier::kDevice;
-    if (fits(resident + extents[idx].padded_bytes)) {
-      resident += extents[idx].padded_bytes;
-    } else {
-      placement[idx] = Tier::kNvme;
-    }
-  }
-  if (!fits(resident)) return std::nullopt;
   return placement;
 }
 
@@ -136,19 +115,13 @@ Plan MakePlan(const PlannerInputs& inputs) {
 
   // For each prefetch depth and each cap on the staging buffer's size: keep every extent larger
   // than the cap resident, then greedily keep further extents resident while the resident bytes,
-  // the staging ring sized to the largest extent still streamed, and the fixed costs fit. The cap
-  // matters when a few extents are much larger than the rest (a 32k-vocabulary embedding and head
-  // beside small layers): the greedy pass alone cannot keep the first of them, since the second,
-  // still streamed, sizes the ring; keeping both makes the ring small. A deeper ring costs DRAM
-  // that residency could use, so the plan that predicts the most tokens/s wins (on a tie, the
-  // deeper ring: it absorbs jitter in read times; then the larger cap, the plain greedy pass).
+  // the staging ring sized to the largest extent still streamed, and the fixed costs fit
+  // (planner_detail::KeepGreedily). A deeper ring costs DRAM that residency could use, so the plan
+  // that predicts the most tokens/s wins (on a tie, the deeper ring: it absorbs jitter in read
+  // times; then the larger cap, the plain greedy pass).
   plan.offload_needed = true;
   const std::vector<size_t> order = ResidencyOrder(extents);
-  std::vector<uint64_t> caps;  // distinct extent sizes, largest first: the first forces nothing
-  for (size_t idx : order) {
-    const uint64_t bytes = extents[idx].padded_bytes;
-    if (caps.empty() || caps.back() != bytes) caps.push_back(bytes);
-  }
+  const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t room = budget - std::min(budget, fixed);  // for resident extents and staging
   std::optional<Plan> best;
   for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {

@@ -57,6 +57,28 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
 }
 
+// The plan of one placement: its byte counts, slot ring, staging and prediction.
+Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> placement, int depth,
+               uint64_t resident, uint64_t pinned) {
+  const std::vector<ExtentInfo>& extents = inputs.checkpoint->extents;
+  const uint64_t slots = depth + 1;
+  Plan candidate = base;
+  candidate.placement = std::move(placement);
+  candidate.prefetch_depth = depth;
+  candidate.resident_bytes = resident;
+  candidate.pinned_bytes = pinned;
+  candidate.device_slot_bytes = slots * LargestIn(extents, candidate.placement, NotOnDevice);
+  candidate.device_bytes = base.kv_bytes + base.activation_bytes + resident + candidate.device_slot_bytes;
+  candidate.staging_buffer_bytes = LargestIn(extents, candidate.placement, OnNvme);
+  candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
+  candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (candidate.placement[i] == Tier::kNvme) candidate.streamed_bytes_per_step += extents[i].padded_bytes;
+  }
+  PredictCuda(inputs, candidate);
+  return candidate;
+}
+
 }  // namespace
 
 Plan MakeCudaPlan(const PlannerInputs& inputs) {
@@ -77,62 +99,38 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
     return plan;  // everything fits the device: offload is pointless
   }
 
-  // For each depth, fill the device (after the KV cache, activations and depth + 1 slots sized to
-  // the largest extent still moved), then DRAM (after the NVMe staging ring), then NVMe; keep the
-  // depth whose plan predicts the most tokens/s.
+  // For each depth and each pair of caps: fill the device (after the KV cache, activations and
+  // depth + 1 slots sized to the largest extent still moved), then DRAM (after the NVMe staging
+  // ring), then NVMe, each by planner_detail::KeepGreedily, so that two large extents (embeddings
+  // and head) can claim a tier together and leave the ring sized to a layer; keep the plan that
+  // predicts the most tokens/s.
   plan.offload_needed = true;
   const std::vector<size_t> order = planner_detail::ResidencyOrder(extents);
+  const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
+  const uint64_t device_room = inputs.gpu_mem_bytes - std::min(inputs.gpu_mem_bytes, device_fixed);
   std::optional<Plan> best;
   for (int depth = std::max(inputs.max_prefetch_depth, 1); depth >= 1; --depth) {
-    const uint64_t slots = depth + 1;
-    std::vector<Tier> placement(extents.size(), Tier::kDram);
-    uint64_t resident = 0;
-    auto device_fits = [&](uint64_t resident_bytes) {
-      return device_fixed + resident_bytes +
-                 slots * LargestIn(extents, placement, NotOnDevice) <= inputs.gpu_mem_bytes;
-    };
-    for (size_t idx : order) {
-      placement[idx] = Tier::kDevice;
-      if (device_fits(resident + extents[idx].padded_bytes)) {
-        resident += extents[idx].padded_bytes;
-      } else {
-        placement[idx] = Tier::kDram;
+    const int slots = depth + 1;
+    for (uint64_t device_cap : caps) {
+      std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
+      const std::optional<uint64_t> resident = planner_detail::KeepGreedily(
+          extents, order, device_cap, slots, device_room, Tier::kDevice, Tier::kDram, on_device);
+      if (!resident) continue;
+      for (uint64_t host_cap : caps) {
+        std::vector<Tier> placement = on_device;
+        for (Tier& tier : placement) {
+          if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
+        }
+        const std::optional<uint64_t> pinned =
+            planner_detail::KeepGreedily(extents, order, host_cap, slots, inputs.cpu_mem_bytes,
+                                         Tier::kDram, Tier::kNvme, placement);
+        if (!pinned) continue;
+        Plan candidate = Candidate(inputs, plan, std::move(placement), depth, *resident, *pinned);
+        if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {
+          best = std::move(candidate);
+        }
       }
     }
-    if (!device_fits(resident)) continue;
-    uint64_t pinned = 0;
-    for (size_t idx : order) {
-      if (placement[idx] == Tier::kDevice) continue;
-      placement[idx] = Tier::kNvme;  // until DRAM is shown to hold it and the staging it leaves
-    }
-    auto host_fits = [&](uint64_t pinned_bytes) {
-      return pinned_bytes + slots * LargestIn(extents, placement, OnNvme) <= inputs.cpu_mem_bytes;
-    };
-    for (size_t idx : order) {
-      if (placement[idx] != Tier::kNvme) continue;
-      placement[idx] = Tier::kDram;
-      if (host_fits(pinned + extents[idx].padded_bytes)) {
-        pinned += extents[idx].padded_bytes;
-      } else {
-        placement[idx] = Tier::kNvme;
-      }
-    }
-    if (!host_fits(pinned)) continue;
-    Plan candidate = plan;
-    candidate.placement = placement;
-    candidate.prefetch_depth = depth;
-    candidate.resident_bytes = resident;
-    candidate.pinned_bytes = pinned;
-    candidate.device_slot_bytes = slots * LargestIn(extents, placement, NotOnDevice);
-    candidate.device_bytes = device_fixed + resident + candidate.device_slot_bytes;
-    candidate.staging_buffer_bytes = LargestIn(extents, placement, OnNvme);
-    candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
-    candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
-    for (size_t i = 0; i < extents.size(); ++i) {
-      if (placement[i] == Tier::kNvme) candidate.streamed_bytes_per_step += extents[i].padded_bytes;
-    }
-    PredictCuda(inputs, candidate);
-    if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) best = candidate;
   }
   if (best) return *best;
   const uint64_t largest = checkpoint.max_extent_padded_bytes();

@@ -30,6 +30,51 @@ std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
   return order;
 }
 
+uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
+                   Tier tier) {
+  uint64_t largest = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (placement[i] == tier) largest = std::max(largest, extents[i].padded_bytes);
+  }
+  return largest;
+}
+
+std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
+                                    const std::vector<size_t>& order) {
+  std::vector<uint64_t> sizes;
+  for (size_t idx : order) {
+    const uint64_t bytes = extents[idx].padded_bytes;
+    if (sizes.empty() || sizes.back() != bytes) sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
+                                     const std::vector<size_t>& order, uint64_t cap, int buffers,
+                                     uint64_t room, Tier kept, Tier moved,
+                                     std::vector<Tier>& placement) {
+  uint64_t kept_bytes = 0;
+  auto fits = [&](uint64_t bytes) {
+    return bytes + buffers * LargestOn(extents, placement, moved) <= room;
+  };
+  for (size_t idx : order) {
+    if (placement[idx] != moved || extents[idx].padded_bytes <= cap) continue;
+    placement[idx] = kept;
+    kept_bytes += extents[idx].padded_bytes;
+  }
+  if (!fits(kept_bytes)) return std::nullopt;
+  for (size_t idx : order) {
+    if (placement[idx] != moved) continue;
+    placement[idx] = kept;
+    if (fits(kept_bytes + extents[idx].padded_bytes)) {
+      kept_bytes += extents[idx].padded_bytes;
+    } else {
+      placement[idx] = moved;
+    }
+  }
+  return kept_bytes;
+}
+
 double ParameterCount(const Checkpoint& checkpoint) {
   double count = 0;
   for (const ExtentInfo& extent : checkpoint.extents) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,26 @@ std::string GiB(uint64_t bytes);
 // device slot), so the largest go first. Among equals the embeddings lead (only a few of their rows
 // are used, yet moving them moves them whole), then file order.
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents);
+
+// The largest extent placed on `tier` (0 when none is).
+uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
+                   Tier tier);
+
+// Distinct extent sizes in `order`, largest first: the caps KeepGreedily is tried with (the first
+// forces nothing).
+std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
+                                    const std::vector<size_t>& order);
+
+// Moves extents from tier `moved` to tier `kept` within a budget that also holds a ring of
+// `buffers` buffers sized to the largest extent left on `moved`: first every extent larger than
+// `cap`, then, in `order`, each further one while kept bytes + ring ≤ room. Returns the kept
+// bytes, or nullopt when the forced extents and their ring do not fit. The cap matters when a few
+// extents are much larger than the rest (a 32k-vocabulary embedding and head beside small layers):
+// one at a time, the first of them never fits, since the second, still moved, sizes the ring.
+std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
+                                     const std::vector<size_t>& order, uint64_t cap, int buffers,
+                                     uint64_t room, Tier kept, Tier moved,
+                                     std::vector<Tier>& placement);
 
 // Parameters that take part in matrix products (the embedding table is a lookup).
 double ParameterCount(const Checkpoint& checkpoint);

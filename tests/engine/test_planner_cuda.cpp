@@ -105,6 +105,34 @@ TEST_CASE("cuda planner: offloaded, larger batches win until the device is full"
   CHECK(choice.plan.predicted_tokens_per_s > offloaded.plan.predicted_tokens_per_s);
 }
 
+TEST_CASE("cuda planner: embeddings and head claim the device together, slots sized to a layer") {
+  // llama-110m in f32: embeddings and head 93.8 MiB each, layers 27.0 MiB. With 260 MiB for
+  // weights and two slots, neither large extent fits on its own (the other, still moved, sizes
+  // the slots: 93.8 + 2 × 93.8 > 260); together they do (187.6 + 2 × 27.0), and that moves 324
+  // MiB per step instead of 458.
+  Checkpoint model;
+  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.dtype = DType::kF32;
+  model.extents = formats::LayoutExtents(formats::ExpectedExtents(model.config), DType::kF32);
+  PlannerInputs inputs = CudaInputs(model, 80 * kGiB, 24 * kGiB, 4);
+  inputs.max_prefetch_depth = 1;
+  const Plan roomy = MakePlan(inputs);
+  inputs.gpu_mem_bytes = roomy.kv_bytes + roomy.activation_bytes + (260ull << 20);
+  const Plan plan = MakePlan(inputs);
+  REQUIRE(plan.offload_needed);
+  CHECK(plan.device_bytes <= inputs.gpu_mem_bytes);
+  uint64_t largest_layer = 0;
+  for (size_t i = 0; i < model.extents.size(); ++i) {
+    if (model.extents[i].kind == ExtentKind::kLayer) {
+      largest_layer = std::max(largest_layer, model.extents[i].padded_bytes);
+      CHECK(plan.placement[i] == Tier::kDram);
+    } else if (model.extents[i].padded_bytes > 64ull << 20) {
+      CHECK(plan.placement[i] == Tier::kDevice);
+    }
+  }
+  CHECK(plan.device_slot_bytes == 2 * largest_layer);
+}
+
 TEST_CASE("cuda planner: a device too small for two weight slots says what it needs") {
   const Checkpoint model = ShippedConfig("llama-2-70b");
   try {
