@@ -12,6 +12,7 @@
 #include "cmd/bench_report.h"
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
 #include "model_formats/zinf_format.h"
@@ -19,6 +20,10 @@
 namespace zinf::cli {
 
 namespace {
+
+// Large enough that a copy runs at the link's sustained rate (copies of an extent are 10s–100s of
+// MiB too).
+constexpr uint64_t kPinnedProbeBytes = uint64_t{256} << 20;
 
 struct BenchOptions {
   std::string model_dir;
@@ -85,6 +90,8 @@ struct RunResult {
   int batch_size;  // as run: auto's choice when auto
   double predicted_decode_tokens_per_s;
   std::string bound;
+  // GPU runs: weights crossing PCIe every step, and the copy engine's rate and busy share.
+  double moved_bytes_per_step = 0, h2d_gbps = 0, copy_busy_percent = 0;
 };
 
 RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_options,
@@ -104,40 +111,56 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
   callbacks.on_error = [](const Request& request, const std::string& message) {
     Fail("bench request {}: {}", request.id, message);
   };
+  const TransferStats copies_before = session.transfer_stats();  // the resident uploads
   const auto start = std::chrono::steady_clock::now();
   generator.Run(callbacks, nullptr);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const GenerationStats& stats = generator.stats();
   const double streamed = session.weights().stats().bytes_read - bytes_before;
+  const TransferStats copies = session.transfer_stats();
+  const double copy_seconds = copies.copy_seconds - copies_before.copy_seconds;
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
-  return {rate(stats.prompt_tokens, stats.prefill_seconds),
-          rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
-          rate(stats.generated_tokens, seconds),     rate(streamed / 1e9, seconds),
-          session.limits().max_sequences,           session.plan().predicted_tokens_per_s,
-          session.plan().bound};
+  RunResult result{rate(stats.prompt_tokens, stats.prefill_seconds),
+                   rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
+                   rate(stats.generated_tokens, seconds),     rate(streamed / 1e9, seconds),
+                   session.limits().max_sequences,           session.plan().predicted_tokens_per_s,
+                   session.plan().bound};
+  if (session.plan().on_cuda) {
+    result.moved_bytes_per_step =
+        static_cast<double>(session.plan().pinned_bytes + session.plan().streamed_bytes_per_step);
+    result.h2d_gbps = rate((copies.bytes - copies_before.bytes) / 1e9, copy_seconds);
+    result.copy_busy_percent = 100 * rate(copy_seconds, seconds);
+  }
+  return result;
 }
 
 // Runs one configuration `row.repeats` times and fills in its measurements.
 void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Refill refill,
                 const std::vector<Request>& requests, BenchRow& row) {
-  std::vector<double> prefill, decode, generation, disk;
+  std::vector<double> prefill, decode, generation, disk, h2d, busy;
   for (int r = 0; r < row.repeats; ++r) {
     const RunResult result = RunOnce(checkpoint, session, refill, requests);
     row.batch_size = result.batch_size;
     row.predicted_decode_tokens_per_s = result.predicted_decode_tokens_per_s;
     row.bound = result.bound;
+    row.moved_bytes_per_step = result.moved_bytes_per_step;
     prefill.push_back(result.prefill_tokens_per_s);
     decode.push_back(result.decode_tokens_per_s);
     generation.push_back(result.generation_tokens_per_s);
     disk.push_back(result.disk_gbps);
+    h2d.push_back(result.h2d_gbps);
+    busy.push_back(result.copy_busy_percent);
   }
   row.prefill_tokens_per_s = Summarize(prefill);
   row.decode_tokens_per_s = Summarize(decode);
   row.generation_tokens_per_s = Summarize(generation);
   row.disk_gbps = Summarize(disk);
+  row.h2d_gbps = Summarize(h2d);
+  row.copy_busy_percent = Summarize(busy);
   row.percent_of_bound = row.predicted_decode_tokens_per_s > 0
                              ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
                              : 0;
+  FillStreamBound(row);
   spdlog::info("{} weights, batch {}, {} refill: generation {:.1f} tok/s", row.weights,
                row.batch_size, row.refill, row.generation_tokens_per_s.mean);
 }
@@ -165,6 +188,13 @@ void WritePlot(const std::string& path, const std::string& svg) {
 
 void RunBench(const BenchOptions& options) {
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
+  // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
+  double pinned_h2d_gbps = 0;
+  if (options.device.device == "cuda") {
+    pinned_h2d_gbps = cuda::MeasurePinnedH2DGbps(options.device.gpu, kPinnedProbeBytes);
+    spdlog::info("pinned host-to-device copies: {:.1f} GB/s ({} MiB buffers)", pinned_h2d_gbps,
+                 kPinnedProbeBytes >> 20);
+  }
   std::vector<BenchRow> rows;
   for (const std::string& refill_name : options.refills) {
     if (refill_name != "continuous" && refill_name != "static") {
@@ -187,6 +217,7 @@ void RunBench(const BenchOptions& options) {
               row.gen_len = gen.text;
               row.refill = refill_name;
               row.repeats = options.repeats;
+              row.pinned_h2d_gbps = pinned_h2d_gbps;
               SessionOptions session;
               session.batch_size = batch;
               session.max_context = prompt.high + gen.high + 1;

@@ -32,7 +32,19 @@ struct BenchRow {
   double predicted_decode_tokens_per_s = 0;
   std::string bound;
   double percent_of_bound = 0;   // decode tok/s ÷ predicted
+  // A GPU run that moves weights over PCIe every step (zero otherwise).
+  double pinned_h2d_gbps = 0;    // cudaMemcpy from page-locked memory, measured at start
+  double moved_bytes_per_step = 0;  // weights not held in device memory: N·B/(P·b)'s P·b
+  Stat h2d_gbps;                 // streamed bytes ÷ the copy engine's time copying them
+  Stat copy_busy_percent;        // the copy engine's time copying ÷ run time
+  double stream_bound_tokens_per_s = 0;  // batch × pinned rate ÷ moved bytes per step
+  double percent_of_stream_bound = 0;    // decode tok/s ÷ that bound
 };
+
+// Fills stream_bound_tokens_per_s and percent_of_stream_bound from the batch, the pinned rate, the
+// moved bytes and decode tok/s: ZeRO-Inference's N·B/(P·b), the most tokens/s a step can give
+// when it must move P·b bytes over a link of B bytes/s (left zero for runs that move nothing).
+void FillStreamBound(BenchRow& row);
 
 std::string MarkdownTable(const std::vector<BenchRow>& rows);
 std::string Csv(const std::vector<BenchRow>& rows);

@@ -63,6 +63,7 @@ class EngineSession {
   const Bandwidths& bandwidths() const { return bandwidths_; }  // the rates the plan assumed
   const ModelLimits& limits() const { return limits_; }
   std::string backend_name() const { return backend_->name(); }
+  TransferStats transfer_stats() const { return backend_->transfer_stats(); }
 
  private:
   void OpenWeights(const Checkpoint& checkpoint, const SessionOptions& options);

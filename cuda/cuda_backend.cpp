@@ -94,8 +94,10 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
     slots_.resize(ring_->num_slots());
     for (Slot& slot : slots_) {
       slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
-      cudaEvent_t copied = nullptr, read = nullptr;
-      CheckCuda(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "creating an event");
+      cudaEvent_t started = nullptr, copied = nullptr, read = nullptr;
+      CheckCuda(cudaEventCreate(&started), "creating an event");  // these two time the copy
+      slot.started.reset(started);
+      CheckCuda(cudaEventCreate(&copied), "creating an event");
       slot.copied.reset(copied);
       CheckCuda(cudaEventCreateWithFlags(&read, cudaEventDisableTiming), "creating an event");
       slot.read.reset(read);
@@ -272,12 +274,14 @@ const std::byte* CudaBackend::StreamIntoSlot(const ExtentView& extent) {
   if (use.wait_for >= 0) {
     CheckCuda(cudaStreamWaitEvent(copy_stream_, slot.read.get(), 0), "ordering a weight copy");
   }
+  CheckCuda(cudaEventRecord(slot.started.get(), copy_stream_), "timing a weight copy");
   CheckCuda(cudaMemcpyAsync(slot.data, extent.bytes.data(), extent.bytes.size(),
                             cudaMemcpyHostToDevice, copy_stream_),
             fmt::format("copying the weights of extent {} to the GPU", extent.info->name));
   CheckCuda(cudaEventRecord(slot.copied.get(), copy_stream_), "ordering a weight copy");
   CheckCuda(cudaStreamWaitEvent(stream_, slot.copied.get(), 0), "ordering a weight copy");
   bound_ = use;
+  bound_bytes_ = extent.bytes.size();
   return slot.data;
 }
 
@@ -290,6 +294,11 @@ void CudaBackend::UnbindExtent() {
   // The weight source reuses the host buffer once this returns, so the copy out of it must have
   // finished; only the copy is waited for, not the compute, which keeps running on the GPU.
   CheckCuda(cudaEventSynchronize(slot.copied.get()), "copying weights to the GPU");
+  float milliseconds = 0;
+  CheckCuda(cudaEventElapsedTime(&milliseconds, slot.started.get(), slot.copied.get()),
+            "timing a weight copy");
+  transfer_stats_.bytes += bound_bytes_;
+  transfer_stats_.copy_seconds += milliseconds / 1e3;
 }
 
 void CudaBackend::ConvertF32Matrices(const ExtentInfo& extent, std::byte* base,

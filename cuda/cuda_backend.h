@@ -40,6 +40,11 @@ uint64_t CudaFreeMemoryBytes(int device);
 // "" when a usable device is present, else why not (no driver, no device, ...).
 std::string CudaUnavailableReason();
 
+// Host-to-device copy rate of `device` from page-locked host memory, in GB/s: the best of several
+// cudaMemcpy calls of `bytes` each (after one warm-up). What a streamed run's copies are measured
+// against. Throws zinf::Error without a usable device.
+double MeasurePinnedH2DGbps(int device, uint64_t bytes);
+
 // Device memory the backend takes for a run: weights (resident), KV cache, activations and
 // scratch, in one allocation made at construction.
 struct CudaMemoryPlan {

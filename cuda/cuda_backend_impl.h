@@ -36,6 +36,7 @@ class CudaBackend final : public Backend {
   const std::byte* BindExtent(const ExtentView& extent) override;
   void UnbindExtent() override;
   void UseHostMemory(std::span<const std::byte> region) override;
+  TransferStats transfer_stats() const override { return transfer_stats_; }
 
   void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) override;
   void AddPositionEmbedding(std::span<const int> positions, int position_offset,
@@ -91,11 +92,12 @@ class CudaBackend final : public Backend {
     void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
   };
   using Event = std::unique_ptr<CUevent_st, EventDeleter>;
-  // One device slot of the streaming ring: `copied` is recorded on the copy stream when its
-  // bytes have landed, `read` on the compute stream when the extent's last op has been queued.
+  // One device slot of the streaming ring: `started` and `copied` are recorded on the copy
+  // stream around its copy (they time it), `read` on the compute stream when the extent's last op
+  // has been queued.
   struct Slot {
     std::byte* data = nullptr;
-    Event copied, read;
+    Event started, copied, read;
   };
 
   const std::byte* StreamIntoSlot(const ExtentView& extent);
@@ -117,6 +119,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<SlotRing> ring_;
   std::vector<Slot> slots_;
   std::optional<SlotUse> bound_;  // the streamed extent bound now
+  uint64_t bound_bytes_ = 0;      // its size
+  TransferStats transfer_stats_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16

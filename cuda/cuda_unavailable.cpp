@@ -13,6 +13,11 @@ std::string CudaUnavailableReason() {
   return "this zinf was built without the CUDA backend (no nvcc found when it was configured)";
 }
 
+double MeasurePinnedH2DGbps(int, uint64_t) {
+  Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
+       CudaUnavailableReason());
+}
+
 std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint&, const ModelLimits&, const CudaOptions&) {
   Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
        CudaUnavailableReason());

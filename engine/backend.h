@@ -65,6 +65,13 @@ struct AttentionShape {
   float scale = 0;  // applied to q·k
 };
 
+// Weights a backend copied into its device memory every step (streamed extents), since it was
+// created, and how long its copy engine was busy with them (measured on the device, not the host).
+struct TransferStats {
+  uint64_t bytes = 0;
+  double copy_seconds = 0;
+};
+
 // Not thread-safe: one forward-pass thread drives a backend. Failures throw zinf::Error.
 class Backend {
  public:
@@ -85,6 +92,8 @@ class Backend {
   // Host memory extents will arrive in (WeightSource::HostMemory), offered once at start: a GPU
   // backend page-locks it so copies from it run asynchronously at full PCIe rate.
   virtual void UseHostMemory(std::span<const std::byte> /*region*/) {}
+  // Zero for a backend that computes where the weights already are (the CPU).
+  virtual TransferStats transfer_stats() const { return {}; }
 
   // rows of `out` = token_ids.size(); token_ids are host memory.
   virtual void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) = 0;
