@@ -26,6 +26,7 @@ struct PlanOptions {
   std::string gpu_mem;
   std::string device = "cpu";
   std::string batch_size = "8";
+  std::string kv_dtype = "f32";
   Workload workload;
   Bandwidths bandwidths;
   bool rates_given = false;
@@ -57,8 +58,9 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   } else {
     fmt::print("budget     --cpu-mem {:.2f} GiB (device: cpu)\n", inputs.cpu_mem_bytes / kGiB);
   }
-  fmt::print("workload   batch {}, context {}, step tokens {}\n", inputs.workload.batch_size,
-             inputs.workload.max_context, inputs.workload.step_tokens);
+  fmt::print("workload   batch {}, context {}, step tokens {}, KV cache {}\n",
+             inputs.workload.batch_size, inputs.workload.max_context, inputs.workload.step_tokens,
+             DTypeName(inputs.workload.kv_dtype));
   if (cuda) {
     fmt::print("device     resident weights {:.2f} GiB + weight slots {:.2f} GiB + KV cache {:.2f} "
                "GiB + activations {:.2f} GiB = {:.2f} GiB\n",
@@ -130,6 +132,10 @@ void RunPlan(const PlanOptions& options) {
                  inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
   }
   inputs.workload = options.workload;
+  if (options.kv_dtype != "f32" && options.kv_dtype != "int8") {
+    Fail("--kv-dtype: '{}' is not one of f32, int8", options.kv_dtype);
+  }
+  inputs.workload.kv_dtype = options.kv_dtype == "int8" ? DType::kI8 : DType::kF32;
   // Rates given as flags win; otherwise this machine's calibration, when one has run (its disk
   // rate serves CUDA plans too; the device rates stay as given or assumed).
   inputs.bandwidths = options.bandwidths;
@@ -173,6 +179,8 @@ void AddPlanCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--max-context", options->workload.max_context)->capture_default_str();
   command->add_option("--step-tokens", options->workload.step_tokens)->capture_default_str();
+  command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
+      ->capture_default_str();
   CLI::Option* disk = command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps,
                                           "disk read rate (default: zinf calibrate's)");
   CLI::Option* dram = command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps,
