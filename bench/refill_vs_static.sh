@@ -38,6 +38,7 @@
 #   ZINF_REFILL_ROUNDS      runs per mode, alternating the order (default 2)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 build_dir=${ZINF_BUILD_DIR:-$root/build}
 [ -x "$build_dir/zinf" ] || "$root/scripts/build"
 zinf="$build_dir/zinf"
@@ -52,13 +53,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/zinf-refill.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 model="$cache/$(basename "$config" .json)-f32"
-if [ ! -f "$model/manifest.json" ]; then
-  mkdir -p "$cache"
-  echo "writing the synthetic checkpoint $model (once; later runs reuse it)"
-  rm -rf "$model.partial"
-  "$zinf" convert --synthetic "$config" "$model.partial" --dtype f32
-  mv "$model.partial" "$model"
-fi
+synthetic_checkpoint "$zinf" "$config" "$model" f32
 size_bytes=$(stat -c %s "$model/weights.bin")
 cpu_mem=${ZINF_REFILL_CPU_MEM:-$(( size_bytes * 3 / 4 ))}
 

@@ -25,6 +25,7 @@
 #   ZINF_THREADS           CPU threads (default: all cores)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 build_dir=${ZINF_BUILD_DIR:-$root/build}
 cache=${ZINF_TIERED_BENCH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zinf-bench}
 config=${ZINF_TIERED_CONFIG:-$root/bench/configs/tinyllama-1.1b.json}
@@ -45,13 +46,7 @@ zinf="$build_dir/zinf"
 
 # --- the checkpoint, written once: under a temporary name, renamed when complete --------------
 model="$cache/$(basename "$config" .json)-f32"
-if [ ! -f "$model/manifest.json" ]; then
-  mkdir -p "$cache"
-  echo "writing the synthetic checkpoint $model (once; later runs reuse it)"
-  rm -rf "$model.partial"
-  "$zinf" convert --synthetic "$config" "$model.partial" --dtype f32
-  mv "$model.partial" "$model"
-fi
+synthetic_checkpoint "$zinf" "$config" "$model" f32
 weights="$model/weights.bin"
 size=$(stat -c %s "$weights")
 cpu_mem=$((size / 4))
