@@ -47,6 +47,7 @@
 #   ZINF_AUTO_CALIBRATE        1 (default): calibrate into a private cache; 0: use the user's
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 build_dir=${ZINF_BUILD_DIR:-$root/build}
 [ -x "$build_dir/zinf" ] || "$root/scripts/build"
 zinf="$build_dir/zinf"
@@ -65,13 +66,7 @@ trap 'rm -rf "$work"' EXIT
 checkpoint() {  # checkpoint CONFIG: writes the f32 checkpoint once; prints its directory
   local config=$1 model
   model="$cache/$(basename "$config" .json)-f32"
-  if [ ! -f "$model/manifest.json" ]; then
-    mkdir -p "$cache"
-    echo "writing the synthetic checkpoint $model (once; later runs reuse it)" >&2
-    rm -rf "$model.partial"
-    "$zinf" convert --synthetic "$config" "$model.partial" --dtype f32 >&2
-    mv "$model.partial" "$model"
-  fi
+  synthetic_checkpoint "$zinf" "$config" "$model" f32 >&2
   echo "$model"
 }
 streamed_model=$(checkpoint "$root/bench/configs/llama-110m.json")
