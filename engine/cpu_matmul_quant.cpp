@@ -4,7 +4,8 @@
 // _mm256_madd_epi16), converted to f32 and accumulated as fma(sum, block scale, lane); the 8 lanes
 // reduced in a fixed order, then × the row's scale. int4: each 8-element run is dequantized as
 // fma(q, scale, min) — exactly the value DequantizeRow gives — and multiplied into f32 activations
-// in 8 lanes; the tail likewise.
+// in 8 lanes; the tail likewise. At the kAvx512 level int8 runs cpu_matmul_i8_avx512.cpp (the same
+// sums from vpdpbusd, the same chains); int4 stays on the AVX2 kernel there.
 #include "engine/cpu_matmul_quant.h"
 
 #include <immintrin.h>
@@ -15,6 +16,7 @@
 #include <type_traits>
 
 #include "engine/cpu_matmul.h"
+#include "engine/cpu_matmul_i8_avx512.h"
 #include "engine/cpu_q8_activations.h"
 #include "engine/cpu_tiling.h"
 #include "engine/quantized.h"
@@ -164,33 +166,45 @@ inline float FinishLanes(__m256 acc) {
 // _mm256_maddubs_epi16(|x|, w · sign(x)), |x| taken once per token; with x in [−127, 127] a pair
 // never saturates the int16 (2 · 127 · 128 < 2^15), so each int32 lane is exact.
 template <int kRows, int kTokens>
+inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
+                                                   const Q8Activations& xq, int64_t token,
+                                                   int64_t b, __m256 (&acc)[kRows][kTokens]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    const __m256i xv = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(xq.token_values(token + t) + b * kQ8BlockElements));
+    const __m256i magnitude = _mm256_sign_epi8(xv, xv);
+    const __m256 scale = _mm256_set1_ps(xq.token_scales(token + t)[b]);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[r], xv));
+      const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+      acc[r][t] = _mm256_fmadd_ps(sums, scale, acc[r][t]);
+    }
+  }
+}
+
+// The loops carry unroll pragmas: at -O2 GCC otherwise keeps `acc` and the weight blocks in
+// memory, which made this tile several times slower.
+template <int kRows, int kTokens>
 inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, int64_t row,
                    float results[kRows][kTokens]) {
   __m256 acc[kRows][kTokens];
-  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
-  auto block = [&](const __m256i (&wv)[kRows], int64_t b) {
-    for (int t = 0; t < kTokens; ++t) {
-      const __m256i xv = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(xq.token_values(token + t) + b * kQ8BlockElements));
-      const __m256i magnitude = _mm256_sign_epi8(xv, xv);
-      const __m256 scale = _mm256_set1_ps(xq.token_scales(token + t)[b]);
-      for (int r = 0; r < kRows; ++r) {
-        const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[r], xv));
-        const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-        acc[r][t] = _mm256_fmadd_ps(sums, scale, acc[r][t]);
-      }
-    }
-  };
+  }
   const int64_t whole = w.cols / kQ8BlockElements;
   for (int64_t b = 0; b < whole; ++b) {
     __m256i wv[kRows];
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       wv[r] = _mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(w.row(row + r) + b * kQ8BlockElements));
     }
-    block(wv, b);
+    I8Block<kRows, kTokens>(wv, xq, token, b, acc);
   }
   if (whole < xq.blocks) {  // a partial last block: rows are not padded, so copy what is there
     const int64_t count = w.cols - whole * kQ8BlockElements;
@@ -200,7 +214,7 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
       std::memcpy(padded, w.row(row + r) + whole * kQ8BlockElements, static_cast<size_t>(count));
       wv[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(padded));
     }
-    block(wv, whole);
+    I8Block<kRows, kTokens>(wv, xq, token, whole, acc);
   }
   for (int r = 0; r < kRows; ++r)
     for (int t = 0; t < kTokens; ++t) results[r][t] = FinishLanes(acc[r][t]) * w.i8_scale(row + r);
@@ -308,6 +322,8 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
                          int64_t row_end, CpuIsa isa) {
   if (isa == CpuIsa::kPortable) {
     MatMulPortable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+  } else if (w.dtype == DType::kI8 && isa == CpuIsa::kAvx512) {
+    MatMulI8Avx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (w.dtype == DType::kI8) {
     MatMulI8Avx2(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else {

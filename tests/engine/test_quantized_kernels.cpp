@@ -1,8 +1,10 @@
 // int8 / int4 quantization and the CPU kernels that read it: error bounds of the quantizers
 // (weights, and the int8 kernels' activation blocks), kernel results against a float64 product of
-// the operands they multiply, AVX2 against portable bit for bit, and batch invariance.
+// the operands they multiply, each vector level against portable bit for bit, and batch
+// invariance.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -49,6 +51,19 @@ struct QuantizedMatrix {
     weight = {bytes.data(), dtype, rows, cols, dtype == DType::kQ4 ? group_size : 0};
   }
 };
+
+// Every kernel level above portable, each skipped with a note where this CPU lacks it.
+std::vector<cpu::CpuIsa> VectorIsas() {
+  std::vector<cpu::CpuIsa> isas;
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
+    if (cpu::BestCpuIsa() >= isa) {
+      isas.push_back(isa);
+    } else {
+      WARN("skipping the " << cpu::CpuIsaName(isa) << " kernels: this CPU does not support them");
+    }
+  }
+  return isas;
+}
 
 }  // namespace
 
@@ -144,12 +159,12 @@ TEST_CASE("quantized matmul equals a float64 product of the operands it multipli
     std::vector<float> dequantized(shape.rows * shape.cols);
     for (int64_t r = 0; r < shape.rows; ++r)
       DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
-    for (bool avx2 : {false, true}) {
-      if (avx2 && cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) continue;
+    std::vector<cpu::CpuIsa> isas = VectorIsas();
+    isas.insert(isas.begin(), cpu::CpuIsa::kPortable);
+    for (cpu::CpuIsa isa : isas) {
       std::vector<float> out(tokens * shape.rows);
       cpu::MatMulRowsQuantized(x.data(), shape.cols, tokens, q.weight, bias, out.data(),
-                               shape.rows, 0, shape.rows,
-                               avx2 ? cpu::CpuIsa::kAvx2 : cpu::CpuIsa::kPortable);
+                               shape.rows, 0, shape.rows, isa);
       for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t r = 0; r < shape.rows; ++r) {
           double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
@@ -160,7 +175,7 @@ TEST_CASE("quantized matmul equals a float64 product of the operands it multipli
             magnitude += std::fabs(product);
           }
           INFO(DTypeName(shape.dtype) << " " << shape.rows << "x" << shape.cols << " g"
-                                      << shape.group_size << " avx2 " << avx2);
+                                      << shape.group_size << " " << cpu::CpuIsaName(isa));
           CHECK(std::fabs(out[t * shape.rows + r] - exact) <= 1e-5 * magnitude);
         }
       }
@@ -228,28 +243,81 @@ TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's 
   }
 }
 
-TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit") {
-  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) return;
-  for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300}) {
-    const int64_t rows = 13;
+TEST_CASE("int8 matmul: every vector kernel equals the portable one bit for bit") {
+  const std::vector<cpu::CpuIsa> isas = VectorIsas();
+  for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
+    // 37 rows: several 8- and 16-row tiles, a pair and a lone row left over.
+    const int64_t rows = 37;
     QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
-    // −128 is outside the quantizer's range but a file may hold it: both kernels take it to
-    // −128·|x| (the sign trick negates it to itself), so they still agree.
-    reinterpret_cast<int8_t*>(q.bytes.data())[0] = -128;
+    // −128 is outside the quantizer's range but a file may hold it: every kernel takes it to
+    // −128·|x| (the sign trick negates it to itself). One in the first row, one in the last
+    // column (a partial block) of row 20; the other row groups hold none.
+    auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+    values[0] = -128;
+    values[20 * cols + cols - 1] = -128;
     const std::vector<float> bias_values = RandomValues(rows, 42);
     const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
-    for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
-      const std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
-      std::vector<float> portable(tokens * rows), avx2(tokens * rows, -1.0f);
+    for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 17}) {
+      std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
+      // Exact zeros (the sign trick's x = 0), a whole zero block (scale 0) and extremes.
+      for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
+      if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+      x[tokens * cols - 1] = -50.0f;
+      std::vector<float> portable(tokens * rows);
       cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
                                rows, cpu::CpuIsa::kPortable);
-      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 0, 6,
-                               cpu::CpuIsa::kAvx2);
-      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, avx2.data(), rows, 6, rows,
-                               cpu::CpuIsa::kAvx2);
-      INFO("cols " << cols << " tokens " << tokens);
-      CHECK(std::memcmp(portable.data(), avx2.data(), portable.size() * sizeof(float)) == 0);
+      for (cpu::CpuIsa isa : isas) {
+        for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}}) {
+          std::vector<float> vector(tokens * rows, -1.0f);
+          // Rows split as a thread pool would.
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
+                                   split, isa);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                   split, rows, isa);
+          INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
+                                    << split);
+          CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+        }
+      }
     }
+  }
+}
+
+TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product at every level") {
+  // x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
+  const int64_t rows = 20, cols = 64, tokens = 6;
+  std::vector<float> ones(rows * cols, 1.0f);
+  QuantizedMatrix q(ones, DType::kI8, rows, cols, 0);  // all 127, scale 1/127
+  auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+  for (int64_t r = 0; r < rows; ++r) values[r * cols + r] = -128;
+  std::vector<float> x(tokens * cols, 0.0f);
+  for (int64_t t = 0; t < tokens; ++t) {
+    x[t * cols + 63] = 127.0f;  // block 1's scale 1: the −128 bytes meet exact integers
+    for (int64_t c = 0; c < 32; ++c) x[t * cols + c] = (c + t) % 3 == 0 ? -1.0f : 0.5f;
+  }
+  std::vector<float> portable(tokens * rows);
+  cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
+                           cpu::CpuIsa::kPortable);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      // Block 0 (scale 1/127): x = −1 or 0.5 quantize to −127 or 64, against 127 but for the
+      // −128 at column r, which gives −128·|q|. Block 1 (scale 1): 127 · 127. Row scale 1/127.
+      int64_t block0 = 0;
+      for (int64_t c = 0; c < 32; ++c) {
+        const int64_t qx = x[t * cols + c] < 0 ? -127 : 64;
+        block0 += c == r ? -128 * std::abs(qx) : qx * 127;
+      }
+      const double expected = (block0 / 127.0 + 127.0 * 127.0) / 127.0;
+      INFO("token " << t << " row " << r);
+      CHECK(std::fabs(portable[t * rows + r] - expected) <= 1e-5 * std::fabs(expected));
+    }
+  }
+  for (cpu::CpuIsa isa : VectorIsas()) {
+    std::vector<float> vector(tokens * rows, -1.0f);
+    cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, vector.data(), rows, 0, rows,
+                             isa);
+    INFO(cpu::CpuIsaName(isa));
+    CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
   }
 }
 

@@ -1,0 +1,17 @@
+// The int8-weight matrix product at the kAvx512 level (AVX-512 BW/VL/DQ + VNNI): bit-identical
+// to the portable kernel in cpu_matmul_quant.cpp, only faster. Call it only when BestCpuIsa() is
+// kAvx512.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend.h"
+
+namespace zinf::cpu {
+
+// w.dtype is kI8; the arguments are MatMulRowsQuantized's.
+void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                    const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                    int64_t row_end);
+
+}  // namespace zinf::cpu
