@@ -22,6 +22,20 @@ namespace {
 
 constexpr int kTileRows = 6;
 constexpr int kTilePairs = 4;
+#ifndef PFB
+#define PFB 64
+#endif
+// Larger next row groups are left to the hardware: prefetching them into L2 evicted token pairs
+// (1.1B shape: 6% slower) where smaller ones gained (110M: 4%).
+constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
+// -Wmaybe-uninitialized (or -Wuninitialized) reports once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 // Token pairs of x, chunk-interleaved: pair p's chunk c is 16 floats at (p · chunks + c) · 16.
 // An odd last token is paired with zeros (its second results are never stored). Grown only.
@@ -35,23 +49,13 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
     const float* second = 2 * p + 1 < num_tokens ? first + x_stride : nullptr;
     float* dst = packed.data() + p * chunks * 16;
     for (int64_t c = 0; c < chunks; ++c, dst += 16) {
-      std::copy_n(first + 8 * c, 8, dst);
-      if (second != nullptr) {
-        std::copy_n(second + 8 * c, 8, dst + 8);
-      } else {
-        std::fill_n(dst + 8, 8, 0.0f);
-      }
+      const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
+      _mm512_storeu_ps(dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)),
+                                                high, 1));
     }
   }
   return packed.data();
 }
-
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
-// -Wmaybe-uninitialized reports once they are inlined here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
 template <DType kDType>
@@ -131,8 +135,20 @@ template <DType kDType, int kRows>
 void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
                  int64_t chunks, const Weight& w, const Weight& bias, float* out,
                  int64_t out_stride, int64_t row, int64_t pair_begin, int64_t pair_end) {
+  // The next row group's weights are brought into L2 a slice per pair tile, so that its first
+  // pass does not wait on DRAM (the weights are read once per call; the pairs are in L2 already).
+  constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
+  const char* next_rows = static_cast<const char*>(w.data) + (row + kRows) * w.cols * kElementBytes;
+  const int64_t next_bytes = kRows * w.cols * kElementBytes;
+  const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
+  const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
+  const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
+  int64_t prefetched = 0;
   int64_t p = pair_begin;
   for (; p + kTilePairs <= pair_end; p += kTilePairs) {
+    for (const int64_t end = std::min(next_lines, prefetched + lines_per_tile); prefetched < end; ++prefetched) {
+      _mm_prefetch(next_rows + prefetched * 64, _MM_HINT_T1);
+    }
     RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
                                        out_stride, row, p);
   }
