@@ -22,9 +22,6 @@ namespace {
 
 constexpr int kTileRows = 6;
 constexpr int kTilePairs = 4;
-#ifndef PFB
-#define PFB 64
-#endif
 // Larger next row groups are left to the hardware: prefetching them into L2 evicted token pairs
 // (1.1B shape: 6% slower) where smaller ones gained (110M: 4%).
 constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
