@@ -19,7 +19,6 @@ namespace zinf::cpu {
 
 namespace {
 
-using i8_avx512::I8Rows;
 using i8_avx512::PackedRecord;
 
 // Decode: 16 rows (8 zmm accumulators, 8 weight pairs) keep many lines in flight. Batch: 6 rows ×
@@ -34,11 +33,11 @@ using Record = PackedRecord<kTileTokens>;
 #pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 
 // True if rows [row, row + count) hold a −128 byte (the biased tile cannot take them).
-bool HasMinus128(const I8Rows& w, int64_t row, int count) {
+bool HasMinus128(const QuantRows& w, int64_t row, int count) {
   const __m512i minus128 = _mm512_set1_epi8(-128);
   __mmask64 found = 0;
   for (int i = 0; i < count; ++i) {
-    const int8_t* values = w.row(row + i);
+    const int8_t* values = w.i8_row(row + i);
     int64_t k = 0;
     for (; k + 64 <= w.cols; k += 64)
       found |= _mm512_cmpeq_epi8_mask(_mm512_loadu_si512(values + k), minus128);
@@ -88,7 +87,7 @@ void ForTokens(int64_t t, int64_t t_end, TileFn&& tile) {
 struct Call {
   const Q8Activations& xq;
   const std::byte* packed;  // batch only
-  const I8Rows& w;
+  const QuantRows& w;
   const Weight& bias;
   float* out;
   int64_t out_stride;
@@ -122,13 +121,13 @@ void BatchRows(const Call& c, int64_t r, int64_t t, int64_t t_end, const int8_t*
 void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end) {
-  const I8Rows rows(w);
+  const QuantRows rows(w);
   const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, true);
   if (num_tokens == 1) {
     const Call c{xq, nullptr, rows, bias, out, out_stride};
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
-      const int8_t* next = r + 2 * kDecodeRows <= row_end ? rows.row(r + kDecodeRows) : nullptr;
+      const int8_t* next = r + 2 * kDecodeRows <= row_end ? rows.i8_row(r + kDecodeRows) : nullptr;
       SignedRows<kDecodeRows, 1>(c, r, 0, 1, next);
     }
     for (; r + 2 <= row_end; r += 2) SignedRows<2, 1>(c, r, 0, 1, nullptr);
@@ -144,7 +143,7 @@ void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const 
     const int64_t t_end = std::min(num_tokens, t + block);
     int64_t r = row_begin;
     for (; r + kTileRows <= row_end; r += kTileRows) {
-      const int8_t* next = r + 2 * kTileRows <= row_end ? rows.row(r + kTileRows) : nullptr;
+      const int8_t* next = r + 2 * kTileRows <= row_end ? rows.i8_row(r + kTileRows) : nullptr;
       BatchRows<kTileRows>(c, r, t, t_end, next);
     }
     for (; r + 2 <= row_end; r += 2) BatchRows<2>(c, r, t, t_end, nullptr);

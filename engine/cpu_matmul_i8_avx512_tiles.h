@@ -14,30 +14,10 @@
 #include <cstring>
 
 #include "engine/cpu_q8_activations.h"
+#include "engine/cpu_quant_rows.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu::i8_avx512 {
-
-struct I8Rows {
-  const int8_t* values;
-  const std::byte* scales;
-  int64_t row_bytes;
-  int64_t cols;
-
-  explicit I8Rows(const Weight& w) {
-    const QuantLayout layout = LayoutOf(w.dtype, w.rows, w.cols, w.group_size);
-    values = static_cast<const int8_t*>(w.data);
-    scales = static_cast<const std::byte*>(w.data) + layout.scales_offset();
-    row_bytes = layout.row_bytes();
-    cols = w.cols;
-  }
-  const int8_t* row(int64_t r) const { return values + r * row_bytes; }
-  float scale(int64_t r) const {
-    float s;
-    std::memcpy(&s, scales + r * 4, 4);
-    return s;
-  }
-};
 
 // The batch tile's tokens, packed once per call so that a tile walks one pointer: per group of
 // kGroup tokens and per block, a record of each token's 32 values, its 8 int32 offsets (−128 ×
@@ -158,12 +138,12 @@ ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* re
 // paired with itself, its second half discarded. `block(wv, b, acc)` multiplies block b;
 // `prefetch`, when set, is the next tile's weight region, fetched a block's share at a time.
 template <int kRows, int kTokens, typename BlockFn>
-ZINF_I8_INLINE void RunRows(const I8Rows& w, int64_t row, const int8_t* prefetch,
+ZINF_I8_INLINE void RunRows(const QuantRows& w, int64_t row, const int8_t* prefetch,
                             float (&results)[kRows][kTokens], BlockFn&& block) {
   constexpr int kPairs = (kRows + 1) / 2;
   const int8_t* rows[2 * kPairs];
 #pragma GCC unroll 32
-  for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.row(row + std::min(i, kRows - 1));
+  for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.i8_row(row + std::min(i, kRows - 1));
   __m512 acc[kPairs][kTokens];
 #pragma GCC unroll 64
   for (int i = 0; i < kPairs * kTokens; ++i) acc[i / kTokens][i % kTokens] = _mm512_setzero_ps();
@@ -203,7 +183,7 @@ ZINF_I8_INLINE void RunRows(const I8Rows& w, int64_t row, const int8_t* prefetch
   const __m512* flat = &acc[0][0];
   auto put = [&](int i, int half, float sum) __attribute__((always_inline)) {
     const int r = 2 * (i / kTokens) + half;
-    if (r < kRows) results[r][i % kTokens] = sum * w.scale(row + r);
+    if (r < kRows) results[r][i % kTokens] = sum * w.i8_scale(row + r);
   };
 #pragma GCC unroll 8
   for (int g = 0; g < kEights; ++g) {
@@ -224,7 +204,7 @@ ZINF_I8_INLINE void RunRows(const I8Rows& w, int64_t row, const int8_t* prefetch
 
 // Tokens [token, token + kTokens) of the quantized activations.
 template <int kRows, int kTokens>
-void SignedTile(const Q8Activations& xq, int64_t token, const I8Rows& w, int64_t row,
+void SignedTile(const Q8Activations& xq, int64_t token, const QuantRows& w, int64_t row,
                 const int8_t* prefetch, float (&results)[kRows][kTokens]) {
   constexpr int kPairs = (kRows + 1) / 2;
   RunRows<kRows, kTokens>(
@@ -235,7 +215,7 @@ void SignedTile(const Q8Activations& xq, int64_t token, const I8Rows& w, int64_t
 
 // The first kTokens tokens of the group whose first record is `records`.
 template <int kRows, int kTokens, int kGroup>
-void BiasedTile(const std::byte* records, const I8Rows& w, int64_t row, const int8_t* prefetch,
+void BiasedTile(const std::byte* records, const QuantRows& w, int64_t row, const int8_t* prefetch,
                 float (&results)[kRows][kTokens]) {
   constexpr int kPairs = (kRows + 1) / 2;
   RunRows<kRows, kTokens>(

@@ -18,6 +18,7 @@
 #include "engine/cpu_matmul.h"
 #include "engine/cpu_matmul_i8_avx512.h"
 #include "engine/cpu_q8_activations.h"
+#include "engine/cpu_quant_rows.h"
 #include "engine/cpu_tiling.h"
 #include "engine/quantized.h"
 
@@ -31,35 +32,6 @@ inline float ReduceLanes(const float lanes[8]) {
   const float s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
   return (s04 + s26) + (s15 + s37);
 }
-
-// One weight matrix in a quantized layout, with the pointers each row needs.
-struct QuantRows {
-  const uint8_t* values;
-  const std::byte* scales;
-  int64_t row_bytes;
-  int64_t groups;
-  int64_t cols;
-  int group_size;
-
-  explicit QuantRows(const Weight& w) {
-    const QuantLayout layout = LayoutOf(w.dtype, w.rows, w.cols, w.group_size);
-    values = static_cast<const uint8_t*>(w.data);
-    scales = static_cast<const std::byte*>(w.data) + layout.scales_offset();
-    row_bytes = layout.row_bytes();
-    groups = layout.groups();
-    cols = w.cols;
-    group_size = w.group_size;
-  }
-  const uint8_t* row(int64_t r) const { return values + r * row_bytes; }
-  float i8_scale(int64_t r) const {
-    float scale;
-    std::memcpy(&scale, scales + r * 4, 4);
-    return scale;
-  }
-  const uint16_t* q4_params(int64_t r) const {
-    return reinterpret_cast<const uint16_t*>(scales) + r * groups * 2;
-  }
-};
 
 // Byte offset and nibble half of the 8-element run starting at element k (k % 8 == 0).
 inline int64_t Q4RunByte(int64_t k) { return k / kQ4BlockElements * 16 + k % 16; }
