@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/cpu_dot.h"
 #include "engine/cpu_matmul.h"
 #include "engine/cpu_matmul_i8_avx512.h"
 #include "engine/cpu_q8_activations.h"
@@ -25,13 +26,6 @@
 namespace zinf::cpu {
 
 namespace {
-
-// The lane reduction of the float kernels: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
-inline float ReduceLanes(const float lanes[8]) {
-  const float s04 = lanes[0] + lanes[4], s26 = lanes[2] + lanes[6];
-  const float s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
-  return (s04 + s26) + (s15 + s37);
-}
 
 // Byte offset and nibble half of the 8-element run starting at element k (k % 8 == 0).
 inline int64_t Q4RunByte(int64_t k) { return k / kQ4BlockElements * 16 + k % 16; }
