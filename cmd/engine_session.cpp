@@ -65,6 +65,16 @@ int ParseBatchSize(const std::string& text) {
   Fail("--batch-size: '{}' is not 'auto' or a positive integer", text);
 }
 
+bool ParseKvOffload(const std::string& text, const std::string& device) {
+  if (text == "none") return false;
+  if (text != "cpu") Fail("--kv-offload: '{}' is not one of none, cpu", text);
+  if (device != "cuda") {
+    Fail("--kv-offload cpu moves a GPU's KV cache to DRAM; with --device {} it is there already",
+         device);
+  }
+  return true;
+}
+
 EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions& options) {
   if (options.batch_size < 0) Fail("--batch-size must be at least 1, got {}", options.batch_size);
   limits_.max_sequences = std::max(options.batch_size, 1);

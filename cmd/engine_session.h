@@ -47,6 +47,10 @@ void AddDeviceOptions(CLI::App* command, DeviceChoice& choice);
 // "auto" → 0, else a positive integer; throws zinf::Error naming --batch-size.
 int ParseBatchSize(const std::string& text);
 
+// --kv-offload: "none" → false, "cpu" → true (only with --device cuda: on the CPU the KV cache is
+// in DRAM already); throws zinf::Error naming the flag otherwise.
+bool ParseKvOffload(const std::string& text, const std::string& device);
+
 // Without --max-context, long-context models get this many positions per sequence, so the KV
 // cache of a large batch stays within DRAM.
 inline constexpr int kDefaultMaxContext = 4096;

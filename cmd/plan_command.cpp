@@ -27,6 +27,7 @@ struct PlanOptions {
   std::string device = "cpu";
   std::string batch_size = "8";
   std::string kv_dtype = "f32";
+  std::string kv_offload = "none";
   Workload workload;
   Bandwidths bandwidths;
   bool rates_given = false;
@@ -64,10 +65,12 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   if (cuda) {
     fmt::print("device     resident weights {:.2f} GiB + weight slots {:.2f} GiB + KV cache {:.2f} "
                "GiB + activations {:.2f} GiB = {:.2f} GiB\n",
-               plan.resident_bytes / kGiB, plan.device_slot_bytes / kGiB, plan.kv_bytes / kGiB,
-               plan.activation_bytes / kGiB, plan.device_bytes / kGiB);
-    fmt::print("DRAM       pinned weights {:.2f} GiB + NVMe staging {:.2f} GiB = {:.2f} GiB\n",
-               plan.pinned_bytes / kGiB, plan.staging_bytes / kGiB, plan.total_dram_bytes() / kGiB);
+               plan.resident_bytes / kGiB, plan.device_slot_bytes / kGiB,
+               plan.device_kv_bytes() / kGiB, plan.activation_bytes / kGiB, plan.device_bytes / kGiB);
+    fmt::print("DRAM       pinned weights {:.2f} GiB + NVMe staging {:.2f} GiB + offloaded KV cache "
+               "{:.2f} GiB = {:.2f} GiB\n",
+               plan.pinned_bytes / kGiB, plan.staging_bytes / kGiB,
+               (plan.kv_bytes - plan.device_kv_bytes()) / kGiB, plan.total_dram_bytes() / kGiB);
   } else {
     fmt::print("memory     resident weights {:.2f} GiB + staging {:.2f} GiB + KV cache {:.2f} GiB "
                "+ activations {:.2f} GiB = {:.2f} GiB\n",
@@ -136,6 +139,7 @@ void RunPlan(const PlanOptions& options) {
     Fail("--kv-dtype: '{}' is not one of f32, int8", options.kv_dtype);
   }
   inputs.workload.kv_dtype = options.kv_dtype == "int8" ? DType::kI8 : DType::kF32;
+  inputs.workload.kv_offload = ParseKvOffload(options.kv_offload, options.device);
   // Rates given as flags win; otherwise this machine's calibration, when one has run (its disk
   // rate serves CUDA plans too; the device rates stay as given or assumed).
   inputs.bandwidths = options.bandwidths;
@@ -180,6 +184,9 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--max-context", options->workload.max_context)->capture_default_str();
   command->add_option("--step-tokens", options->workload.step_tokens)->capture_default_str();
   command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
+      ->capture_default_str();
+  command->add_option("--kv-offload", options->kv_offload,
+                      "cuda: none, or cpu (KV cache in DRAM, attention on the CPU)")
       ->capture_default_str();
   CLI::Option* disk = command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps,
                                           "disk read rate (default: zinf calibrate's)");

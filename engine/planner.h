@@ -36,6 +36,9 @@ struct Workload {
   int max_context = 2048;  // positions per sequence (KV cache)
   int step_tokens = 512;   // most tokens in one forward step (activation size)
   DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
+  // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
+  // over it, so device memory holds weights instead and the batch can grow past it.
+  bool kv_offload = false;
 };
 
 struct PlannerInputs {
@@ -72,13 +75,16 @@ struct Plan {
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;
   double predicted_tokens_per_s = 0;
-  std::string bound;  // "disk", "memory" or "compute"; CUDA: "disk", "pcie", "hbm", "compute"
+  std::string bound;  // "disk", "memory" or "compute"; CUDA: "disk", "pcie", "hbm", "compute",
+                      // or "cpu-attention" (reading an offloaded KV cache from DRAM)
   bool on_cuda = false;
 
   uint64_t total_dram_bytes() const {
-    return on_cuda ? pinned_bytes + staging_bytes
+    return on_cuda ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0)
                    : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
   }
+  // CUDA plans: the KV cache's bytes in device memory (0 when it is offloaded to DRAM).
+  uint64_t device_kv_bytes() const { return kv_tier == Tier::kDevice ? kv_bytes : 0; }
   // One line for logs and bench output.
   std::string Summary() const;
 };

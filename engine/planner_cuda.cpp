@@ -44,13 +44,18 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
-  plan.memory_seconds_per_step =
-      (checkpoint.total_bytes() + static_cast<double>(plan.kv_bytes)) / (bw.device_gbps * 1e9);
+  plan.memory_seconds_per_step = (checkpoint.total_bytes() + static_cast<double>(plan.device_kv_bytes())) /
+                                 (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step =
       2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
+  // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
+  // bound: full contexts), overlapped with the GPU's work.
+  const double cpu_attention_seconds =
+      plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
-                          plan.memory_seconds_per_step, plan.compute_seconds_per_step};
-  const char* names[] = {"disk", "pcie", "hbm", "compute"};
+                          plan.memory_seconds_per_step, plan.compute_seconds_per_step,
+                          cpu_attention_seconds};
+  const char* names[] = {"disk", "pcie", "hbm", "compute", "cpu-attention"};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = names[slowest];
   const double step = parts[slowest];
@@ -68,7 +73,8 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   candidate.resident_bytes = resident;
   candidate.pinned_bytes = pinned;
   candidate.device_slot_bytes = slots * LargestIn(extents, candidate.placement, NotOnDevice);
-  candidate.device_bytes = base.kv_bytes + base.activation_bytes + resident + candidate.device_slot_bytes;
+  candidate.device_bytes =
+      base.device_kv_bytes() + base.activation_bytes + resident + candidate.device_slot_bytes;
   candidate.staging_buffer_bytes = LargestIn(extents, candidate.placement, OnNvme);
   candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
   candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
@@ -87,10 +93,21 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   if (inputs.gpu_mem_bytes == 0) Fail("a CUDA plan needs --gpu-mem (device memory to use)");
   Plan plan;
   plan.on_cuda = true;
-  plan.kv_tier = Tier::kDevice;
-  plan.kv_bytes = DeviceKvBytes(checkpoint.config, inputs.workload);
+  // Offloaded, the KV cache is the CPU backend's (its layout and dtype) and comes out of DRAM.
+  const bool kv_on_host = inputs.workload.kv_offload;
+  plan.kv_tier = kv_on_host ? Tier::kDram : Tier::kDevice;
+  plan.kv_bytes = kv_on_host ? KvCacheBytes(checkpoint.config, inputs.workload)
+                             : DeviceKvBytes(checkpoint.config, inputs.workload);
   plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
-  const uint64_t device_fixed = plan.kv_bytes + plan.activation_bytes;
+  const uint64_t device_fixed = plan.device_kv_bytes() + plan.activation_bytes;
+  const uint64_t host_kv = kv_on_host ? plan.kv_bytes : 0;
+  if (host_kv > inputs.cpu_mem_bytes) {
+    Fail("--cpu-mem {} is too small for the offloaded KV cache of {} (batch {} × context {}); "
+         "lower --batch-size or --max-context, use --kv-dtype int8, or raise --cpu-mem",
+         GiB(inputs.cpu_mem_bytes), GiB(host_kv), inputs.workload.batch_size,
+         inputs.workload.max_context);
+  }
+  const uint64_t host_room = inputs.cpu_mem_bytes - host_kv;  // for pinned weights and staging
   if (device_fixed + checkpoint.total_bytes() <= inputs.gpu_mem_bytes) {
     plan.placement.assign(extents.size(), Tier::kDevice);
     plan.resident_bytes = checkpoint.total_bytes();
@@ -122,7 +139,7 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
           if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
         }
         const std::optional<uint64_t> pinned =
-            planner_detail::KeepGreedily(extents, order, host_cap, slots, inputs.cpu_mem_bytes,
+            planner_detail::KeepGreedily(extents, order, host_cap, slots, host_room,
                                          Tier::kDram, Tier::kNvme, placement);
         if (!pinned) continue;
         Plan candidate = Candidate(inputs, plan, std::move(placement), depth, *resident, *pinned);
@@ -135,12 +152,12 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   if (best) return *best;
   const uint64_t largest = checkpoint.max_extent_padded_bytes();
   Fail("--gpu-mem {} is too small: the device needs at least {} — KV cache {} (batch {} × context "
-       "{}) + activations {} + two weight slots of {} (the largest extent); lower --batch-size or "
+       "{}{}) + activations {} + two weight slots of {} (the largest extent); lower --batch-size or "
        "--max-context, or raise --gpu-mem (or, with too little --cpu-mem {} for pinned staging, "
        "raise that)",
-       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(plan.kv_bytes),
-       inputs.workload.batch_size, inputs.workload.max_context, GiB(plan.activation_bytes),
-       GiB(largest), GiB(inputs.cpu_mem_bytes));
+       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(plan.device_kv_bytes()),
+       inputs.workload.batch_size, inputs.workload.max_context, kv_on_host ? ", offloaded" : "",
+       GiB(plan.activation_bytes), GiB(largest), GiB(inputs.cpu_mem_bytes));
 }
 
 std::string CudaSummary(const Plan& plan) {
@@ -159,9 +176,11 @@ std::string CudaSummary(const Plan& plan) {
           : fmt::format("all {} extents in device memory ({}); the model fits, so nothing is "
                         "offloaded",
                         plan.placement.size(), GiB(plan.resident_bytes));
-  return fmt::format("plan: {}; KV cache {} on the device; device memory used {}, DRAM used {}; "
+  return fmt::format("plan: {}; KV cache {} {}; device memory used {}, DRAM used {}; "
                      "predicted {:.1f} tok/s ({}-bound)",
-                     where, GiB(plan.kv_bytes), GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
+                     where, GiB(plan.kv_bytes),
+                     plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU" : "on the device",
+                     GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
                      plan.predicted_tokens_per_s, plan.bound);
 }
 

@@ -133,6 +133,45 @@ TEST_CASE("cuda planner: embeddings and head claim the device together, slots si
   CHECK(plan.device_slot_bytes == 2 * largest_layer);
 }
 
+TEST_CASE("cuda planner: an offloaded KV cache lets the batch grow at least 2x past the device") {
+  // OPT-30B on a 16 GiB GPU with 128 GiB of DRAM, 1024 positions per sequence: on the device the
+  // KV cache (1.3 GiB per sequence in bf16) leaves room for 8 sequences; in DRAM (the CPU
+  // backend's f32 layout, 2.6 GiB each) it competes only with pinned weights.
+  const Checkpoint model = ShippedConfig("opt-30b");
+  auto largest_batch = [&](bool offload) {
+    int largest = 0;
+    for (int batch = 1; batch <= 256; batch *= 2) {
+      PlannerInputs inputs = CudaInputs(model, 16 * kGiB, 128 * kGiB, batch);
+      inputs.workload.kv_offload = offload;
+      try {
+        const Plan plan = MakePlan(inputs);
+        CHECK(plan.device_bytes <= inputs.gpu_mem_bytes);
+        CHECK(plan.total_dram_bytes() <= inputs.cpu_mem_bytes);
+        CHECK(plan.kv_tier == (offload ? Tier::kDram : Tier::kDevice));
+        CHECK(plan.device_kv_bytes() == (offload ? 0 : plan.kv_bytes));
+        largest = batch;
+      } catch (const Error&) {
+        break;
+      }
+    }
+    return largest;
+  };
+  const int on_device = largest_batch(false), offloaded = largest_batch(true);
+  INFO("largest batch: " << on_device << " with the KV cache on the device, " << offloaded
+                         << " offloaded");
+  CHECK(on_device >= 1);
+  CHECK(offloaded >= 2 * on_device);
+  // An offloaded cache larger than DRAM is refused with the numbers.
+  PlannerInputs huge = CudaInputs(model, 16 * kGiB, 24 * kGiB, 64);
+  huge.workload.kv_offload = true;
+  try {
+    MakePlan(huge);
+    FAIL("expected an error");
+  } catch (const Error& error) {
+    CHECK(std::string(error.what()).find("offloaded KV cache") != std::string::npos);
+  }
+}
+
 TEST_CASE("cuda planner: a device too small for two weight slots says what it needs") {
   const Checkpoint model = ShippedConfig("llama-2-70b");
   try {
