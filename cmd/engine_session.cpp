@@ -36,6 +36,7 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.max_context = limits.max_context;
   inputs.workload.step_tokens = limits.max_tokens_per_step;
   inputs.workload.kv_dtype = limits.kv_dtype;
+  inputs.workload.kv_offload = ParseKvOffload(options.device.kv_offload, options.device.device);
   if (std::optional<Bandwidths> measured = LoadCalibration()) inputs.bandwidths = *measured;
   return inputs;
 }
@@ -52,6 +53,10 @@ void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
       ->capture_default_str();
   command->add_option("--gpu-mem", choice.gpu_mem,
                       "GPU memory budget, e.g. 70G (default: whatever the device has free)");
+  command->add_option("--kv-offload", choice.kv_offload,
+                      "cuda: none, or cpu — the KV cache in DRAM and attention on the CPU, so "
+                      "device memory holds weights and the batch can grow")
+      ->capture_default_str();
 }
 
 int ParseBatchSize(const std::string& text) {
@@ -98,6 +103,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   }
   if (options.device.device == "cuda") {
     cuda::ParseComputeType(options.device.gpu_compute);  // a bad flag first, whatever the machine
+    ParseKvOffload(options.device.kv_offload, options.device.device);
     if (const std::string reason = cuda::CudaUnavailableReason(); !reason.empty()) {
       Fail("--device cuda: {}; run with --device cpu", reason);
     }
@@ -172,6 +178,8 @@ void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions&
   cuda_options.gpu_mem_bytes = inputs.gpu_mem_bytes;
   for (const Tier tier : plan_.placement) cuda_options.device_resident.push_back(tier == Tier::kDevice);
   cuda_options.streaming_slots = std::max(plan_.prefetch_depth + 1, 2);
+  cuda_options.kv_offload = inputs.workload.kv_offload;
+  cuda_options.host_threads = options.threads;
   backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
 
   io::WeightSourceOptions source;

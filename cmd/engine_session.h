@@ -23,6 +23,7 @@ struct DeviceChoice {
   int gpu = 0;                       // cuda: device index
   std::string gpu_compute = "bf16";  // cuda: what f32 weights are multiplied in (bf16 or f32)
   std::string gpu_mem;               // cuda: device memory budget; empty: what the device has
+  std::string kv_offload = "none";   // cuda: none, or cpu (KV cache in DRAM, attention on the CPU)
 };
 
 struct SessionOptions {
@@ -41,7 +42,7 @@ struct SessionOptions {
   io::ReadFaultHook fault_hook;  // tests only
 };
 
-// Registers --device, --gpu, --gpu-compute and --gpu-mem on a command.
+// Registers --device, --gpu, --gpu-compute, --gpu-mem and --kv-offload on a command.
 void AddDeviceOptions(CLI::App* command, DeviceChoice& choice);
 
 // "auto" → 0, else a positive integer; throws zinf::Error naming --batch-size.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -34,7 +35,12 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
                          const CudaOptions& options)
     : plan_(PlanCudaMemory(checkpoint, limits, options)),
       compute_(options.compute),
-      device_(options.device) {
+      device_(options.device),
+      kv_offload_(options.kv_offload),
+      host_threads_(options.host_threads > 0 ? options.host_threads
+                                             : static_cast<int>(std::thread::hardware_concurrency())),
+      max_rows_(limits.max_tokens_per_step),
+      q_width_(checkpoint.config.q_dim()) {
   int device_count = 0;
   CheckCuda(cudaGetDeviceCount(&device_count), "looking for a GPU");
   if (options.device < 0 || options.device >= device_count) {
@@ -199,6 +205,10 @@ void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
     Fail("KV cache dtype {} is not supported on CUDA; use f32 or int8", DTypeName(shape.dtype));
   }
   kv_shape_ = shape;
+  if (kv_offload_) {
+    host_kv_ = std::make_unique<HostKvAttention>(shape, max_rows_, q_width_, std::max(host_threads_, 1));
+    return;
+  }
   // An f32 cache is held in the compute type (bf16 halves it, as the planner assumes).
   kv_type_ = shape.dtype == DType::kI8          ? kn::KvType::kI8
              : compute_ == ComputeType::kBf16 ? kn::KvType::kBF16
@@ -469,6 +479,7 @@ void CudaBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) 
 void CudaBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
   const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
   ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols, kv_dim);
+  if (host_kv_) return host_kv_->StoreKv(layer, chunks, k, v, stream_);
   const kn::RowMap map = UploadRowMap(chunks);
   CheckCuda(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
 }
@@ -487,6 +498,7 @@ void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Te
   ZINF_CHECK(q.cols == static_cast<int64_t>(shape.num_heads) * shape.head_dim &&
                  out.cols == q.cols,
              "attention widths {} / {}", q.cols, out.cols);
+  if (host_kv_) return host_kv_->Attention(layer, chunks, q, shape, out, stream_);
   const kn::RowMap map = UploadRowMap(chunks);
   CheckCuda(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
                          Floats(out), stream_),

@@ -29,6 +29,10 @@ struct CudaOptions {
   // into a ring of `streaming_slots` device slots every step (false). Empty: all resident.
   std::vector<bool> device_resident;
   int streaming_slots = 2;
+  // --kv-offload cpu: the KV cache in DRAM and attention on the CPU (cuda/host_kv_attention.h)
+  // with `host_threads` threads (0: all cores); device memory then holds no KV cache.
+  bool kv_offload = false;
+  int host_threads = 0;
 };
 
 // True when this binary was built with the CUDA backend.

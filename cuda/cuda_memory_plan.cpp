@@ -69,7 +69,9 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
   const KvCacheShape kv = Model::KvShape(c, limits);
   const uint64_t kv_elements = static_cast<uint64_t>(kv.num_layers) * kv.num_slots *
                                kv.max_context * kv.num_kv_heads * kv.head_dim;
-  if (kv.dtype == DType::kI8) {
+  if (options.kv_offload) {
+    plan.kv_bytes = 0;  // in DRAM (cuda/host_kv_attention.h)
+  } else if (kv.dtype == DType::kI8) {
     const uint64_t scales = static_cast<uint64_t>(kv.num_layers) * kv.num_slots * kv.max_context *
                             kv.num_kv_heads;
     plan.kv_bytes = 2 * (Aligned(kv_elements) + Aligned(scales * 4));

@@ -41,4 +41,37 @@ TEST_CASE("generate --device: unknown names refused, cuda runs or explains itsel
   }
 }
 
+TEST_CASE("generate --kv-offload: cpu needs --device cuda; with a GPU it gives the same tokens") {
+  const std::string dir = MakeTempDir("cli-kv-offload");
+  WriteFile(dir + "/prompts.txt", "Once upon a time\n");
+  const std::vector<std::string> base = {"generate", "--model", ConvertedStories260KDir(),
+                                         "--prompts", dir + "/prompts.txt", "--max-new-tokens", "4"};
+  std::vector<std::string> on_cpu = base;
+  on_cpu.insert(on_cpu.end(), {"--out", dir + "/a.jsonl", "--kv-offload", "cpu"});
+  const CliResult cpu_device = RunZinf(on_cpu);
+  CHECK(cpu_device.exit_code != 0);
+  CHECK_THAT(cpu_device.err, Contains("--kv-offload cpu") && Contains("--device cpu"));
+
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--out", dir + "/b.jsonl", "--device", "cuda", "--kv-offload", "disk"});
+  const CliResult bad_name = RunZinf(bad);
+  CHECK(bad_name.exit_code != 0);
+  CHECK_THAT(bad_name.err, Contains("--kv-offload: 'disk' is not one of none, cpu"));
+
+  std::vector<std::string> offload = base;
+  offload.insert(offload.end(), {"--out", dir + "/offload.jsonl", "--device", "cuda",
+                                 "--gpu-compute", "f32", "--kv-offload", "cpu"});
+  const CliResult result = RunZinf(offload);
+  if (result.exit_code == 0) {
+    // A GPU: the CPU's attention over the offloaded cache gives the CPU backend's tokens.
+    std::vector<std::string> cpu = base;
+    cpu.insert(cpu.end(), {"--out", dir + "/cpu.jsonl"});
+    REQUIRE(RunZinf(cpu).exit_code == 0);
+    CHECK(ReadFile(dir + "/offload.jsonl") == ReadFile(dir + "/cpu.jsonl"));
+  } else {
+    CHECK_THAT(result.err, Contains("--device cuda") && Contains("--device cpu"));
+    CHECK_THAT(result.err, !Contains("internal error"));
+  }
+}
+
 }  // namespace zinf::testing

@@ -18,11 +18,14 @@ namespace {
 
 // `streamed_every`: 0 keeps every extent resident; n streams every n-th extent through the slot
 // ring (1: all of them).
-BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots = 2) {
+BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots = 2,
+                    bool kv_offload = false) {
   return [=](const Checkpoint& checkpoint, const ModelLimits& limits) {
     cuda::CudaOptions options;
     options.compute = compute;
     options.streaming_slots = slots;
+    options.kv_offload = kv_offload;
+    options.host_threads = 2;
     if (streamed_every > 0) {
       for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
         options.device_resident.push_back(e % streamed_every != 0);
@@ -165,6 +168,26 @@ TEST_CASE("cuda: int4 checkpoints and the int8 KV cache give the CPU's greedy id
       total += static_cast<int>(cpu[i].token_ids.size());
     }
     CHECK(same == total);
+  }
+}
+
+TEST_CASE("cuda: with the KV cache offloaded, stories260K's greedy ids are still the golden ids") {
+  // f32 compute, attention on the CPU over the DRAM cache: the CPU backend's attention, so the
+  // golden ids must hold at batch 1 and 8, streamed weights included.
+  const std::vector<nlohmann::json> golden = GoldenGreedy();
+  const std::vector<Request> requests = GoldenRequests(32);
+  for (const int batch_size : {1, 8}) {
+    for (const int streamed_every : {0, 1}) {
+      EngineSettings settings;
+      settings.batch_size = batch_size;
+      settings.make_backend = Cuda(cuda::ComputeType::kF32, streamed_every, 2, true);
+      const std::vector<Completion> completions = Generate(Stories260K(), requests, settings);
+      for (size_t i = 0; i < golden.size(); ++i) {
+        INFO("prompt " << golden[i]["prompt"] << ", batch " << batch_size << ", streamed every "
+                       << streamed_every);
+        CHECK(completions[i].token_ids == golden[i]["greedy_ids"].get<std::vector<TokenId>>());
+      }
+    }
   }
 }
 
