@@ -42,16 +42,7 @@ void HostKvAttention::StoreKv(int layer, std::span<const SequenceChunk> chunks, 
   CheckCuda(cudaMemcpyAsync(values_, v.data, bytes, cudaMemcpyDeviceToHost, stream),
             "copying new values to the offloaded KV cache");
   CheckCuda(cudaStreamSynchronize(stream), "copying new keys and values to the offloaded KV cache");
-  for (const SequenceChunk& chunk : chunks) {
-    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= cache_.shape().max_context,
-               "sequence of {} positions exceeds the KV cache ({})",
-               chunk.start_position + chunk.num_tokens, cache_.shape().max_context);
-    for (int i = 0; i < chunk.num_tokens; ++i) {
-      const int64_t row = chunk.token_offset + i;
-      cache_.Store(layer, chunk.kv_slot, chunk.start_position + i, keys_ + row * k.cols,
-                   values_ + row * v.cols);
-    }
-  }
+  cache_.StoreChunks(layer, chunks, keys_, values_, k.cols);
 }
 
 void HostKvAttention::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,

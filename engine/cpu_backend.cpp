@@ -135,16 +135,8 @@ void CpuBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) {
 }
 
 void CpuBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
-  for (const SequenceChunk& chunk : chunks) {
-    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= kv_cache_.shape().max_context,
-               "sequence of {} positions exceeds the KV cache ({})",
-               chunk.start_position + chunk.num_tokens, kv_cache_.shape().max_context);
-    for (int i = 0; i < chunk.num_tokens; ++i) {
-      const int64_t row = chunk.token_offset + i;
-      kv_cache_.Store(layer, chunk.kv_slot, chunk.start_position + i, Rows(k) + row * k.cols,
-                      Rows(v) + row * v.cols);
-    }
-  }
+  ZINF_CHECK(k.cols == v.cols, "key width {} vs value width {}", k.cols, v.cols);
+  kv_cache_.StoreChunks(layer, chunks, Rows(k), Rows(v), k.cols);
 }
 
 void CpuBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,

@@ -74,4 +74,18 @@ KvRows CpuKvCache::Rows(const Storage& storage, const std::vector<float>& scales
   return rows;
 }
 
+void CpuKvCache::StoreChunks(int layer, std::span<const SequenceChunk> chunks, const float* keys,
+                             const float* values, int64_t row_stride) {
+  for (const SequenceChunk& chunk : chunks) {
+    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= shape_.max_context,
+               "sequence of {} positions exceeds the KV cache ({})",
+               chunk.start_position + chunk.num_tokens, shape_.max_context);
+    for (int i = 0; i < chunk.num_tokens; ++i) {
+      const int64_t row = chunk.token_offset + i;
+      Store(layer, chunk.kv_slot, chunk.start_position + i, keys + row * row_stride,
+            values + row * row_stride);
+    }
+  }
+}
+
 }  // namespace zinf::cpu

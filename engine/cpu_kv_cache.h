@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/backend.h"
@@ -28,6 +29,10 @@ class CpuKvCache {
 
   // Writes one position's key and value rows (kv_dim floats each).
   void Store(int layer, int slot, int position, const float* key, const float* value);
+  // Every chunk's tokens: row chunk.token_offset + i of keys / values (rows `row_stride` floats
+  // apart) at position chunk.start_position + i of its slot. Throws past max_context.
+  void StoreChunks(int layer, std::span<const SequenceChunk> chunks, const float* keys,
+                   const float* values, int64_t row_stride);
   KvRows Keys(int layer, int slot) const { return Rows(keys_, key_scales_, layer, slot); }
   KvRows Values(int layer, int slot) const { return Rows(values_, value_scales_, layer, slot); }
 
