@@ -15,6 +15,8 @@ namespace {
 float* Rows(Tensor t) { return static_cast<float*>(t.data); }
 // Rows per parallel task below which splitting costs more than it saves.
 constexpr int64_t kMinRowsPerTask = 4;
+// Element-wise work per parallel task below which splitting costs more than it saves.
+constexpr int64_t kMinElementsPerTask = 16384;
 }  // namespace
 
 CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
@@ -154,11 +156,16 @@ void CpuBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Ten
 }
 
 void CpuBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
-  const int64_t count = gate.rows * gate.cols;
   const float* g = Rows(gate);
   const float* u = Rows(up);
   float* dst = Rows(out);
-  for (int64_t i = 0; i < count; ++i) dst[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  // Split by element across the pool: a prefill step's gate is 100k+ values, each an expf.
+  pool_.ParallelFor(
+      gate.rows * gate.cols,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      },
+      kMinElementsPerTask);
 }
 
 void CpuBackend::Relu(Tensor x) {
