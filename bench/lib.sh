@@ -12,3 +12,10 @@ synthetic_checkpoint() {
   "$zinf" convert --synthetic "$config" "$dir.partial" --dtype "$dtype"
   mv "$dir.partial" "$dir"
 }
+
+# zinf_binary ROOT: the zinf of $ZINF_BUILD_DIR (default ROOT/build), built first when missing.
+zinf_binary() {
+  local build_dir=${ZINF_BUILD_DIR:-$1/build}
+  [ -x "$build_dir/zinf" ] || "$1/scripts/build" >&2
+  echo "$build_dir/zinf"
+}

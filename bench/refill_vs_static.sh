@@ -39,9 +39,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-build_dir=${ZINF_BUILD_DIR:-$root/build}
-[ -x "$build_dir/zinf" ] || "$root/scripts/build"
-zinf="$build_dir/zinf"
+zinf=$(zinf_binary "$root")
 batch=${1:-8}
 threads=${2:-$(nproc)}
 cache=${ZINF_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/zinf-bench}

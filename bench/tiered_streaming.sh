@@ -26,7 +26,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-build_dir=${ZINF_BUILD_DIR:-$root/build}
 cache=${ZINF_TIERED_BENCH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zinf-bench}
 config=${ZINF_TIERED_CONFIG:-$root/bench/configs/tinyllama-1.1b.json}
 compute_batch=${ZINF_TIERED_BATCH:-32}
@@ -41,8 +40,7 @@ for tool in fio jq /usr/bin/time; do
     exit 0
   fi
 done
-[ -x "$build_dir/zinf" ] || "$root/scripts/build"
-zinf="$build_dir/zinf"
+zinf=$(zinf_binary "$root")
 
 # --- the checkpoint, written once: under a temporary name, renamed when complete --------------
 model="$cache/$(basename "$config" .json)-f32"

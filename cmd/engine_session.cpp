@@ -15,6 +15,12 @@ namespace zinf::cli {
 
 namespace {
 
+// --threads, or every core.
+int CpuThreads(const SessionOptions& options) {
+  return options.threads > 0 ? options.threads
+                             : static_cast<int>(std::thread::hardware_concurrency());
+}
+
 // --gpu-mem, or what the device has free less a margin for the CUDA context and cuBLAS.
 uint64_t GpuBudget(const DeviceChoice& device) {
   if (!device.gpu_mem.empty()) return ParseByteSize(device.gpu_mem, "--gpu-mem");
@@ -135,9 +141,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   }
   spdlog::info("{}", plan_.Summary());
   OpenWeights(checkpoint, options);
-  const int threads = options.threads > 0 ? options.threads
-                                          : static_cast<int>(std::thread::hardware_concurrency());
-  backend_ = std::make_unique<CpuBackend>(threads);
+  backend_ = std::make_unique<CpuBackend>(CpuThreads(options));
   model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
 }
 
@@ -179,7 +183,7 @@ void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions&
   for (const Tier tier : plan_.placement) cuda_options.device_resident.push_back(tier == Tier::kDevice);
   cuda_options.streaming_slots = std::max(plan_.prefetch_depth + 1, 2);
   cuda_options.kv_offload = inputs.workload.kv_offload;
-  cuda_options.host_threads = options.threads;
+  cuda_options.host_threads = CpuThreads(options);
   backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
 
   io::WeightSourceOptions source;

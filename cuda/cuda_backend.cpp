@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -35,12 +34,7 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
                          const CudaOptions& options)
     : plan_(PlanCudaMemory(checkpoint, limits, options)),
       compute_(options.compute),
-      device_(options.device),
-      kv_offload_(options.kv_offload),
-      host_threads_(options.host_threads > 0 ? options.host_threads
-                                             : static_cast<int>(std::thread::hardware_concurrency())),
-      max_rows_(limits.max_tokens_per_step),
-      q_width_(checkpoint.config.q_dim()) {
+      device_(options.device) {
   int device_count = 0;
   CheckCuda(cudaGetDeviceCount(&device_count), "looking for a GPU");
   if (options.device < 0 || options.device >= device_count) {
@@ -117,6 +111,11 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   row_slots_ = MakeInts(rows, "row slots");
   row_positions_ = MakeInts(rows, "row positions");
   gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
+  if (options.kv_offload) {
+    host_kv_ = std::make_unique<HostKvAttention>(Model::KvShape(checkpoint.config, limits),
+                                                 limits.max_tokens_per_step,
+                                                 checkpoint.config.q_dim(), options.host_threads);
+  }
 }
 
 CudaBackend::~CudaBackend() {
@@ -205,10 +204,7 @@ void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
     Fail("KV cache dtype {} is not supported on CUDA; use f32 or int8", DTypeName(shape.dtype));
   }
   kv_shape_ = shape;
-  if (kv_offload_) {
-    host_kv_ = std::make_unique<HostKvAttention>(shape, max_rows_, q_width_, std::max(host_threads_, 1));
-    return;
-  }
+  if (host_kv_) return;  // in DRAM, allocated with the backend
   // An f32 cache is held in the compute type (bf16 halves it, as the planner assumes).
   kv_type_ = shape.dtype == DType::kI8          ? kn::KvType::kI8
              : compute_ == ComputeType::kBf16 ? kn::KvType::kBF16

@@ -30,9 +30,9 @@ struct CudaOptions {
   std::vector<bool> device_resident;
   int streaming_slots = 2;
   // --kv-offload cpu: the KV cache in DRAM and attention on the CPU (cuda/host_kv_attention.h)
-  // with `host_threads` threads (0: all cores); device memory then holds no KV cache.
+  // with `host_threads` threads; device memory then holds no KV cache.
   bool kv_offload = false;
-  int host_threads = 0;
+  int host_threads = 1;
 };
 
 // True when this binary was built with the CUDA backend.

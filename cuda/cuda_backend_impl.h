@@ -131,11 +131,7 @@ class CudaBackend final : public Backend {
   kernels::RowMap row_map_;
 
   KvCacheShape kv_shape_;
-  // --kv-offload cpu: set at AllocateKvCache, then StoreKv and Attention go to it.
-  bool kv_offload_ = false;
-  int host_threads_ = 0;
-  int64_t max_rows_ = 0;   // tokens in a step
-  int64_t q_width_ = 0;    // floats in a query row
+  // --kv-offload cpu: the KV cache and attention on the host; StoreKv and Attention go to it.
   std::unique_ptr<HostKvAttention> host_kv_;
   kernels::KvType kv_type_ = kernels::KvType::kF32;
   void* keys_ = nullptr;

@@ -9,13 +9,13 @@ namespace zinf::cuda {
 
 namespace {
 float* Rows(Tensor t) { return static_cast<float*>(t.data); }
-}  // namespace
 
-float* HostKvAttention::Pinned(int64_t floats, const char* what) {
+float* Pinned(int64_t floats, const char* what) {
   void* memory = nullptr;
   CheckCuda(cudaMallocHost(&memory, static_cast<size_t>(floats) * sizeof(float)), what);
   return static_cast<float*>(memory);
 }
+}  // namespace
 
 HostKvAttention::HostKvAttention(const KvCacheShape& shape, int64_t max_rows, int64_t q_width,
                                  int threads)

@@ -17,7 +17,8 @@ namespace zinf::cuda {
 class HostKvAttention {
  public:
   // Room for steps of up to `max_rows` tokens with queries of `q_width` floats and keys/values of
-  // shape.num_kv_heads × shape.head_dim; page-locked transfer buffers allocated here, once.
+  // shape.num_kv_heads × shape.head_dim: the cache and page-locked transfer buffers allocated
+  // here, once; attention on `threads` threads.
   HostKvAttention(const KvCacheShape& shape, int64_t max_rows, int64_t q_width, int threads);
   ~HostKvAttention();
   HostKvAttention(const HostKvAttention&) = delete;
@@ -30,8 +31,6 @@ class HostKvAttention {
                  const AttentionShape& shape, Tensor out, cudaStream_t stream);
 
  private:
-  float* Pinned(int64_t floats, const char* what);
-
   cpu::CpuKvCache cache_;
   ThreadPool pool_;
   int64_t max_rows_;

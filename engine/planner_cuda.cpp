@@ -25,17 +25,11 @@ uint64_t DeviceKvBytes(const ModelConfig& config, const Workload& workload) {
   return KvCacheBytes(config, as_stored);
 }
 
-uint64_t LargestIn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
-                   bool (*moved)(Tier)) {
-  uint64_t largest = 0;
-  for (size_t i = 0; i < extents.size(); ++i) {
-    if (moved(placement[i])) largest = std::max(largest, extents[i].padded_bytes);
-  }
-  return largest;
+// The largest extent not held in device memory: the size of every device slot.
+uint64_t LargestMoved(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
+  return std::max(planner_detail::LargestOn(extents, placement, Tier::kDram),
+                  planner_detail::LargestOn(extents, placement, Tier::kNvme));
 }
-
-bool NotOnDevice(Tier tier) { return tier != Tier::kDevice; }
-bool OnNvme(Tier tier) { return tier == Tier::kNvme; }
 
 void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
@@ -44,8 +38,9 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
-  plan.memory_seconds_per_step = (checkpoint.total_bytes() + static_cast<double>(plan.device_kv_bytes())) /
-                                 (bw.device_gbps * 1e9);
+  const double device_read_bytes =
+      static_cast<double>(checkpoint.total_bytes()) + static_cast<double>(plan.device_kv_bytes());
+  plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step =
       2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
   // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
@@ -72,14 +67,17 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   candidate.prefetch_depth = depth;
   candidate.resident_bytes = resident;
   candidate.pinned_bytes = pinned;
-  candidate.device_slot_bytes = slots * LargestIn(extents, candidate.placement, NotOnDevice);
+  candidate.device_slot_bytes = slots * LargestMoved(extents, candidate.placement);
   candidate.device_bytes =
       base.device_kv_bytes() + base.activation_bytes + resident + candidate.device_slot_bytes;
-  candidate.staging_buffer_bytes = LargestIn(extents, candidate.placement, OnNvme);
+  candidate.staging_buffer_bytes =
+      planner_detail::LargestOn(extents, candidate.placement, Tier::kNvme);
   candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
   candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
   for (size_t i = 0; i < extents.size(); ++i) {
-    if (candidate.placement[i] == Tier::kNvme) candidate.streamed_bytes_per_step += extents[i].padded_bytes;
+    if (candidate.placement[i] == Tier::kNvme) {
+      candidate.streamed_bytes_per_step += extents[i].padded_bytes;
+    }
   }
   PredictCuda(inputs, candidate);
   return candidate;

@@ -6,24 +6,18 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "engine/cpu_isa.h"
 #include "engine/cpu_matmul.h"
 #include "engine/dtype.h"
+#include "tests/support/random_values.h"
 
 namespace zinf {
 
-namespace {
+using testing::RandomValues;
 
-std::vector<float> RandomValues(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(rng);
-  return values;
-}
+namespace {
 
 // `values` stored as `dtype` (f32, f16 or bf16), with the Weight that reads them.
 struct FloatMatrix {

@@ -15,18 +15,13 @@
 #include "engine/cpu_matmul_quant.h"
 #include "engine/cpu_q8_activations.h"
 #include "engine/quantized.h"
+#include "tests/support/random_values.h"
 
 namespace zinf {
 
-namespace {
+using testing::RandomValues;
 
-std::vector<float> RandomValues(size_t count, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(rng);
-  return values;
-}
+namespace {
 
 // A quantized copy of `values` ([rows, cols]) in its layout, as the converter writes it.
 struct QuantizedMatrix {
