@@ -29,12 +29,7 @@ void AttendOneHead(const AttentionArgs& args, const SequenceChunk& chunk, int to
   const KvRows values = args.v_slot(chunk.kv_slot);
   scores.resize(num_keys);
   ScoreKeys(query, keys, kv_head, head_dim, num_keys, shape.scale, scores.data(), isa);
-  const float max_score = *std::max_element(scores.begin(), scores.end());
-  double sum = 0;
-  for (int j = 0; j < num_keys; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
-  }
+  const double sum = ExpScoresAndSum(scores.data(), num_keys, isa);
   const float inv_sum = static_cast<float>(1.0 / sum);
   for (float& score : scores) score *= inv_sum;
   float* out = args.out + row * args.out_stride + static_cast<int64_t>(head) * head_dim;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "engine/cpu_dot.h"
+#include "engine/cpu_exp.h"
 
 namespace zinf::cpu {
 
@@ -50,24 +51,52 @@ inline float FinishScore(__m256 acc, const float* query, const KvRows& keys, int
   return sum;
 }
 
-// Four keys at a time: four independent fma chains hide the latency.
+// l_i + l_i+4 of a's 8 lanes in the low 128 bits, of b's in the high.
+inline __m256 SumHalves(__m256 a, __m256 b) {
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+// Per 128 bits: (u0 + u2), (u1 + u3), (v0 + v2), (v1 + v3).
+inline __m256 SumQuarters(__m256 u, __m256 v) {
+  return _mm256_add_ps(_mm256_shuffle_ps(u, v, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm256_shuffle_ps(u, v, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+// ReduceLanes of 8 accumulators at once (the same three levels of additions, each add serving
+// several sums): lane i of the result is acc[i]'s sum.
+inline __m256 ReduceEight(const __m256 (&acc)[8]) {
+  const __m256 low = SumQuarters(SumHalves(acc[0], acc[1]), SumHalves(acc[2], acc[3]));
+  const __m256 high = SumQuarters(SumHalves(acc[4], acc[5]), SumHalves(acc[6], acc[7]));
+  const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1)));
+  // sums holds keys 0 2 4 6 | 1 3 5 7.
+  return _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Eight keys at a time: eight independent fma chains, reduced together.
 void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
                    float scale, float* scores) {
   const int body = head_dim / 8 * 8;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   int j = 0;
-  for (; j + 4 <= num_keys; j += 4) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (; j + 8 <= num_keys; j += 8) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
     for (int d = 0; d < body; d += 8) {
       const __m256 q = _mm256_loadu_ps(query + d);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
         acc[i] = _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
       }
     }
-    for (int i = 0; i < 4; ++i) {
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, ReduceEight(acc));
+    for (int i = 0; i < 8; ++i) {
+      float sum = sums[i];
       const int64_t at = (j + i) * keys.row_stride + head_offset;
-      scores[j + i] = FinishScore(acc[i], query, keys, at, body, head_dim) * RowScale(keys, j + i, kv_head) * scale;
+      for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
+      scores[j + i] = sum * RowScale(keys, j + i, kv_head) * scale;
     }
   }
   for (; j < num_keys; ++j) {
@@ -76,6 +105,22 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
     for (int d = 0; d < body; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
     scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * RowScale(keys, j, kv_head) * scale;
   }
+}
+
+// scores[j] = Exp(scores[j] - max) in 8-float steps; the sums in 8 double lanes.
+int ExpScoresAvx2(float* scores, int num_keys, float max_score, double lanes[8]) {
+  const __m256 max = _mm256_set1_ps(max_score);
+  __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
+  int j = 0;
+  for (; j + 8 <= num_keys; j += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), max));
+    _mm256_storeu_ps(scores + j, e);
+    low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  _mm256_storeu_pd(lanes, low);
+  _mm256_storeu_pd(lanes + 4, high);
+  return j;
 }
 
 // Up to 64 dimensions at a time held in registers while every value row passes.
@@ -120,6 +165,31 @@ void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim
     const int64_t at = j * keys.row_stride + head_offset;
     scores[j] = ScoreOnePortable(query, keys, at, head_dim) * RowScale(keys, j, kv_head) * scale;
   }
+}
+
+double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa) {
+  float max_score = scores[0];
+  for (int j = 1; j < num_keys; ++j) max_score = std::max(max_score, scores[j]);
+  double lanes[8] = {};
+  int j = 0;
+  if (isa >= CpuIsa::kAvx2) {
+    j = ExpScoresAvx2(scores, num_keys, max_score, lanes);
+  } else {
+    for (; j + 8 <= num_keys; j += 8) {
+      for (int i = 0; i < 8; ++i) {
+        scores[j + i] = Exp(scores[j + i] - max_score);
+        lanes[i] += scores[j + i];
+      }
+    }
+  }
+  const double s04 = lanes[0] + lanes[4], s26 = lanes[2] + lanes[6];
+  const double s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
+  double sum = (s04 + s26) + (s15 + s37);
+  for (; j < num_keys; ++j) {
+    scores[j] = Exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  return sum;
 }
 
 void WeightValues(const float* weights, const KvRows& values, int kv_head, int head_dim,

@@ -15,6 +15,11 @@ namespace zinf::cpu {
 void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
                float scale, float* scores, CpuIsa isa);
 
+// scores[j] = exp(scores[j] - max_j scores[j]) with cpu_exp.h's Exp; returns their sum in double,
+// accumulated in 8 lanes (lane i takes j ≡ i mod 8 below the last multiple of 8) reduced in
+// ReduceLanes' order, the rest added in order.
+double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa);
+
 // out[d] = Σ_j weights[j] · value_j[d], accumulated as out[d] = fma(w, value, out[d]) over j in
 // order from zero, with w = weights[j] (times the row's scale for an int8 cache).
 void WeightValues(const float* weights, const KvRows& values, int kv_head, int head_dim,

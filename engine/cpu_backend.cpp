@@ -6,6 +6,7 @@
 
 #include "engine/cpu_attention.h"
 #include "engine/cpu_matmul.h"
+#include "engine/cpu_silu.h"
 #include "engine/error.h"
 #include "engine/quantized.h"
 
@@ -159,11 +160,12 @@ void CpuBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
   const float* g = Rows(gate);
   const float* u = Rows(up);
   float* dst = Rows(out);
-  // Split by element across the pool: a prefill step's gate is 100k+ values, each an expf.
+  const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
+  // Split by element across the pool: a prefill step's gate is 100k+ values, each an exp.
   pool_.ParallelFor(
       gate.rows * gate.cols,
       [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) dst[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+        cpu::SiluMulRange(g + begin, u + begin, dst + begin, end - begin, isa);
       },
       kMinElementsPerTask);
 }
