@@ -87,7 +87,7 @@ inline __m512 ReducePairLanes(__m512 v) {
 // Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains.
 template <DType kDType, int kRows, int kPairs>
 inline void PairTile(const float* packed, int64_t chunks, const Weight& w, int64_t row, int64_t pair,
-                     __m512 (&acc)[kRows][kPairs]) {
+                     const char* l2_lines, int64_t num_l2_lines, __m512 (&acc)[kRows][kPairs]) {
   // The loops over the tile are unrolled by hand-given pragmas: at -O2 GCC keeps `acc` in memory
   // otherwise, and the kernel runs at a third of its speed.
 #pragma GCC unroll 8
@@ -96,6 +96,9 @@ inline void PairTile(const float* packed, int64_t chunks, const Weight& w, int64
     for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
   const float* xp = packed + pair * chunks * 16;
   for (int64_t c = 0; c < chunks; ++c) {
+    // One line of the next row group per iteration rather than a burst: a burst stalled on fill
+    // buffers that the token-pair prefetches need.
+    if (c < num_l2_lines) _mm_prefetch(l2_lines + c * 64, _MM_HINT_T1);
     __m512 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
@@ -134,9 +137,9 @@ inline __m512 ReduceTwoRowsOfFourPairs(const __m512 (&first)[4], const __m512 (&
 template <DType kDType, int kRows, int kPairs>
 void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
              int64_t chunks, const Weight& w, const Weight& bias, float* out, int64_t out_stride,
-             int64_t row, int64_t pair) {
+             int64_t row, int64_t pair, const char* l2_lines = nullptr, int64_t num_l2_lines = 0) {
   __m512 acc[kRows][kPairs];
-  PairTile<kDType, kRows, kPairs>(packed, chunks, w, row, pair, acc);
+  PairTile<kDType, kRows, kPairs>(packed, chunks, w, row, pair, l2_lines, num_l2_lines, acc);
   const int64_t body = chunks * 8;
   const int64_t first_token = 2 * pair;
   if constexpr (kPairs == 4 && kRows % 2 == 0) {
@@ -184,14 +187,12 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
   const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
-  int64_t prefetched = 0;
   int64_t p = pair_begin;
-  for (; p + kTilePairs <= pair_end; p += kTilePairs) {
-    for (const int64_t end = std::min(next_lines, prefetched + lines_per_tile); prefetched < end; ++prefetched) {
-      _mm_prefetch(next_rows + prefetched * 64, _MM_HINT_T1);
-    }
+  for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs) {
+    const int64_t lines = std::min(lines_per_tile, next_lines - prefetched);
     RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                       out_stride, row, p);
+                                       out_stride, row, p, next_rows + prefetched * 64, lines);
+    prefetched += lines;
   }
   auto edge = [&]<int kPairs>() {
     RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
