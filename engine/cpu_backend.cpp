@@ -6,6 +6,7 @@
 
 #include "engine/cpu_attention.h"
 #include "engine/cpu_matmul.h"
+#include "engine/cpu_norm_rows.h"
 #include "engine/cpu_silu.h"
 #include "engine/error.h"
 #include "engine/quantized.h"
@@ -82,13 +83,30 @@ void ForEachRowPair(ThreadPool& pool, Tensor x, Tensor out, const RowFn& normali
 
 void CpuBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
-  const int64_t cols = x.cols;
+  const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
   ForEachRowPair(pool_, x, out, [&](const float* in, float* dst) {
-    double sum_squares = 0;
-    for (int64_t c = 0; c < cols; ++c) sum_squares += static_cast<double>(in[c]) * in[c];
-    const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / cols + eps));
-    for (int64_t c = 0; c < cols; ++c) dst[c] = in[c] * scale * cpu::WeightValue(weight, c);
+    cpu::RmsNormRow(in, weight, eps, x.cols, dst, isa);
   });
+}
+
+void CpuBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) {
+  ZINF_CHECK(weight.cols == x.cols && residual.cols == x.cols && residual.rows == x.rows,
+             "add+rmsnorm shapes [{},{}] + [{},{}], norm width {}", x.rows, x.cols, residual.rows,
+             residual.cols, weight.cols);
+  const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
+  // Row by row, so each row of the residual stream is read while in cache (out may be residual:
+  // a row's residual is consumed before its output is written).
+  pool_.ParallelFor(
+      x.rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          float* row = Rows(x) + r * x.cols;
+          const float* add = Rows(residual) + r * residual.cols;
+          for (int64_t c = 0; c < x.cols; ++c) row[c] += add[c];
+          cpu::RmsNormRow(row, weight, eps, x.cols, Rows(out) + r * out.cols, isa);
+        }
+      },
+      kMinRowsPerTask);
 }
 
 void CpuBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
@@ -119,22 +137,29 @@ void CpuBackend::SetRopeTables(std::span<const float> cos, std::span<const float
 void CpuBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) {
   const int half = rope_head_dim_ / 2;
   ZINF_CHECK(x.cols == static_cast<int64_t>(num_heads) * rope_head_dim_, "rope width {}", x.cols);
-  for (size_t t = 0; t < positions.size(); ++t) {
-    const size_t table_row = static_cast<size_t>(positions[t]) * half;
-    ZINF_CHECK(table_row + half <= rope_cos_.size(), "position {} beyond the rope table",
-               positions[t]);
-    const float* cos = rope_cos_.data() + table_row;
-    const float* sin = rope_sin_.data() + table_row;
-    for (int h = 0; h < num_heads; ++h) {
-      float* head = Rows(x) + t * x.cols + static_cast<int64_t>(h) * rope_head_dim_;
-      for (int i = 0; i < half; ++i) {
-        const float first = head[i];
-        const float second = head[i + half];
-        head[i] = first * cos[i] - second * sin[i];
-        head[i + half] = second * cos[i] + first * sin[i];
-      }
-    }
+  for (const int position : positions) {
+    ZINF_CHECK(static_cast<size_t>(position + 1) * half <= rope_cos_.size(),
+               "position {} beyond the rope table", position);
   }
+  pool_.ParallelFor(
+      static_cast<int64_t>(positions.size()),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          const size_t table_row = static_cast<size_t>(positions[t]) * half;
+          const float* cos = rope_cos_.data() + table_row;
+          const float* sin = rope_sin_.data() + table_row;
+          for (int h = 0; h < num_heads; ++h) {
+            float* head = Rows(x) + t * x.cols + static_cast<int64_t>(h) * rope_head_dim_;
+            for (int i = 0; i < half; ++i) {
+              const float first = head[i];
+              const float second = head[i + half];
+              head[i] = first * cos[i] - second * sin[i];
+              head[i + half] = second * cos[i] + first * sin[i];
+            }
+          }
+        }
+      },
+      kMinRowsPerTask);
 }
 
 void CpuBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
@@ -178,7 +203,12 @@ void CpuBackend::Relu(Tensor x) {
 void CpuBackend::Add(Tensor x, Tensor y) {
   float* dst = Rows(x);
   const float* src = Rows(y);
-  for (int64_t i = 0; i < x.rows * x.cols; ++i) dst[i] += src[i];
+  pool_.ParallelFor(
+      x.rows * x.cols,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+      },
+      kMinElementsPerTask);
 }
 
 void CpuBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {

@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
                             const Weight& table, Tensor x) override;
   void MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) override;
   void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) override;
+  void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) override;
   void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                  Tensor out) override;
   void SetRopeTables(std::span<const float> cos, std::span<const float> sin,

@@ -16,6 +16,13 @@ inline float ReduceLanes(const float lanes[8]) {
   return (s04 + s26) + (s15 + s37);
 }
 
+// The same order for 8 double lanes (softmax and norm sums).
+inline double ReduceLanes(const double lanes[8]) {
+  const double s04 = lanes[0] + lanes[4], s26 = lanes[2] + lanes[6];
+  const double s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
+  return (s04 + s26) + (s15 + s37);
+}
+
 // sum plus x[k]·w[row][k] for k in [tail_begin, w.cols), one fma at a time.
 inline float AddDotTail(float sum, const float* x, const Weight& w, int64_t row, int64_t tail_begin) {
   for (int64_t k = tail_begin; k < w.cols; ++k) {
