@@ -102,6 +102,15 @@ class Backend {
                                     const Weight& table, Tensor x) = 0;
   // out[t, r] = x[t, :] · w[r, :] + bias[r]; bias may be empty.
   virtual void MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) = 0;
+  // MatMul of one x with each projection; a backend may share work on x between them.
+  struct Projection {
+    Weight w;
+    Weight bias;
+    Tensor out;
+  };
+  virtual void MatMuls(Tensor x, std::span<const Projection> projections) {
+    for (const Projection& p : projections) MatMul(x, p.w, p.bias, p.out);
+  }
   virtual void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) = 0;
   virtual void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                          Tensor out) = 0;

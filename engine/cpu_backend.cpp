@@ -70,6 +70,34 @@ void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor ou
       16);
 }
 
+void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
+  int64_t total_rows = 0;
+  for (const Projection& p : projections) {
+    ZINF_CHECK(x.cols == p.w.cols && p.out.cols == p.w.rows && x.rows == p.out.rows,
+               "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, p.w.rows, p.w.cols,
+               p.out.rows, p.out.cols);
+    total_rows += p.w.rows;
+  }
+  // One split of the projections' rows laid end to end: one pool hand-off instead of one per
+  // projection, and each thread packs x once for all of them.
+  const uint64_t x_version = cpu::NewActivationVersion();
+  pool_.ParallelFor(
+      total_rows,
+      [&](int64_t begin, int64_t end) {
+        int64_t first_row = 0;
+        for (const Projection& p : projections) {
+          const int64_t from = std::max(begin, first_row) - first_row;
+          const int64_t to = std::min(end, first_row + p.w.rows) - first_row;
+          if (from < to) {
+            cpu::MatMulRows(Rows(x), x.cols, x.rows, p.w, p.bias, Rows(p.out), p.out.cols, from,
+                            to, cpu::ActiveCpuIsa(), x_version);
+          }
+          first_row += p.w.rows;
+        }
+      },
+      16);
+}
+
 // Runs normalize(in_row, out_row) for every row of x, rows split across the pool.
 template <typename RowFn>
 void ForEachRowPair(ThreadPool& pool, Tensor x, Tensor out, const RowFn& normalize) {

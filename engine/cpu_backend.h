@@ -26,6 +26,7 @@ class CpuBackend final : public Backend {
   void AddPositionEmbedding(std::span<const int> positions, int position_offset,
                             const Weight& table, Tensor x) override;
   void MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) override;
+  void MatMuls(Tensor x, std::span<const Projection> projections) override;
   void RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) override;
   void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) override;
   void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,

@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -136,14 +137,15 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
 
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                int64_t row_end, CpuIsa isa) {
+                int64_t row_end, CpuIsa isa, uint64_t x_version) {
   if (IsQuantized(w.dtype)) {
     MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
                         isa);
     return;
   }
   if (isa == CpuIsa::kAvx512 && num_tokens >= 2) {
-    MatMulRowsAvx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    MatMulRowsAvx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
+                     x_version);
     return;
   }
   if (isa == CpuIsa::kPortable) {
@@ -167,6 +169,11 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
     case DType::kQ4:
       return;  // handled above
   }
+}
+
+uint64_t NewActivationVersion() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
 }
 
 }  // namespace zinf::cpu

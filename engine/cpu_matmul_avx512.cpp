@@ -42,23 +42,40 @@ constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 // Token pairs of x, chunk-interleaved: pair p's chunk c is 16 floats at (p · chunks + c) · 16.
-// An odd last token is paired with zeros (its second results are never stored). Grown only.
-const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks) {
-  thread_local std::vector<float> packed;
+// An odd last token is paired with zeros (its second results are never stored). Kept per thread,
+// grown only, and reused while the caller's x_version says x is unchanged.
+const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
+                            uint64_t x_version) {
+  struct Packed {
+    std::vector<float> pairs;
+    const float* x = nullptr;
+    int64_t x_stride = 0, num_tokens = 0, chunks = 0;
+    uint64_t version = 0;
+  };
+  thread_local Packed packed;
+  if (x_version != 0 && packed.version == x_version && packed.x == x &&
+      packed.x_stride == x_stride && packed.num_tokens == num_tokens && packed.chunks == chunks) {
+    return packed.pairs.data();
+  }
   const int64_t pairs = (num_tokens + 1) / 2;
   const auto size = static_cast<size_t>(pairs * chunks * 16);
-  if (packed.size() < size) packed.resize(size);
+  if (packed.pairs.size() < size) packed.pairs.resize(size);
   for (int64_t p = 0; p < pairs; ++p) {
     const float* first = x + 2 * p * x_stride;
     const float* second = 2 * p + 1 < num_tokens ? first + x_stride : nullptr;
-    float* dst = packed.data() + p * chunks * 16;
+    float* dst = packed.pairs.data() + p * chunks * 16;
     for (int64_t c = 0; c < chunks; ++c, dst += 16) {
       const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
       _mm512_storeu_ps(dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)),
                                                 high, 1));
     }
   }
-  return packed.data();
+  packed.x = x;
+  packed.x_stride = x_stride;
+  packed.num_tokens = num_tokens;
+  packed.chunks = chunks;
+  packed.version = x_version;
+  return packed.pairs.data();
 }
 
 // The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
@@ -210,9 +227,9 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
 template <DType kDType>
 void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                 int64_t row_end) {
+                 int64_t row_end, uint64_t x_version) {
   const int64_t chunks = w.cols / 8;
-  const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks);
+  const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
   // Pairs in blocks that stay in L2 while every row tile passes over them.
   const int64_t block = std::max<int64_t>(
@@ -238,17 +255,17 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
 
 void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end) {
+                      int64_t row_end, uint64_t x_version) {
   switch (w.dtype) {
     case DType::kF32:
       return MatMulPairs<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
-                                      row_end);
+                                      row_end, x_version);
     case DType::kF16:
       return MatMulPairs<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
-                                      row_end);
+                                      row_end, x_version);
     case DType::kBF16:
       return MatMulPairs<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                       row_begin, row_end);
+                                       row_begin, row_end, x_version);
     case DType::kI8:
     case DType::kQ4:
       break;

@@ -197,9 +197,10 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Micr
 
   // Attention block: x += o(attention(norm(x))).
   Normalize(x, weight(tn::kAttnNorm), optional(tn::kAttnNormBias), normed);
-  backend_.MatMul(normed, weight(tn::kQ), optional(tn::kQBias), q);
-  backend_.MatMul(normed, weight(tn::kK), optional(tn::kKBias), k);
-  backend_.MatMul(normed, weight(tn::kV), optional(tn::kVBias), v);
+  const Backend::Projection qkv[] = {{weight(tn::kQ), optional(tn::kQBias), q},
+                                     {weight(tn::kK), optional(tn::kKBias), k},
+                                     {weight(tn::kV), optional(tn::kVBias), v}};
+  backend_.MatMuls(normed, qkv);
   if (c.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
     backend_.RmsNorm(q.Reshaped(c.head_dim), weight(tn::kQNorm), eps, q.Reshaped(c.head_dim));
     backend_.RmsNorm(k.Reshaped(c.head_dim), weight(tn::kKNorm), eps, k.Reshaped(c.head_dim));
@@ -224,11 +225,13 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Micr
   } else {
     backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, normed);
   }
-  backend_.MatMul(normed, weight(tn::kUp), optional(tn::kUpBias), up);
   if (c.family == Family::kLlama) {
-    backend_.MatMul(normed, weight(tn::kGate), optional(tn::kGateBias), gate);
+    const Backend::Projection up_gate[] = {{weight(tn::kUp), optional(tn::kUpBias), up},
+                                           {weight(tn::kGate), optional(tn::kGateBias), gate}};
+    backend_.MatMuls(normed, up_gate);
     backend_.SiluMul(gate, up, up);
   } else {
+    backend_.MatMul(normed, weight(tn::kUp), optional(tn::kUpBias), up);
     backend_.Relu(up);
   }
   backend_.MatMul(up, weight(tn::kDown), optional(tn::kDownBias), normed);

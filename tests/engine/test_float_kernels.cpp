@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/cpu_backend.h"
 #include "engine/cpu_isa.h"
 #include "engine/cpu_matmul.h"
 #include "engine/dtype.h"
@@ -73,6 +74,32 @@ TEST_CASE("float matmul: every kernel level equals the portable one bit for bit"
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("CpuBackend::MatMuls equals one MatMul per projection, also after x changes in place") {
+  CpuBackend backend(2);
+  const int64_t tokens = 13, cols = 64;
+  const int64_t rows[] = {24, 16, 16};
+  Tensor x = backend.AllocateActivation(tokens, cols);
+  std::vector<FloatMatrix> weights;
+  std::vector<Tensor> shared, single;
+  for (int i = 0; i < 3; ++i) {
+    weights.emplace_back(RandomValues(rows[i] * cols, 60 + i), DType::kF32, rows[i], cols);
+    shared.push_back(backend.AllocateActivation(tokens, rows[i]));
+    single.push_back(backend.AllocateActivation(tokens, rows[i]));
+  }
+  const std::vector<Backend::Projection> projections = {
+      {weights[0].weight, {}, shared[0]}, {weights[1].weight, {}, shared[1]}, {weights[2].weight, {}, shared[2]}};
+  for (uint32_t round = 0; round < 2; ++round) {  // the second round reuses x's memory
+    const std::vector<float> values = RandomValues(tokens * cols, 70 + round);
+    std::memcpy(x.data, values.data(), values.size() * sizeof(float));
+    backend.MatMuls(x, projections);
+    for (int i = 0; i < 3; ++i) {
+      backend.MatMul(x, weights[i].weight, {}, single[i]);
+      INFO("round " << round << " projection " << i);
+      CHECK(std::memcmp(shared[i].data, single[i].data, tokens * rows[i] * sizeof(float)) == 0);
     }
   }
 }
