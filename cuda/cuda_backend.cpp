@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -94,14 +95,12 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
     slots_.resize(ring_->num_slots());
     for (Slot& slot : slots_) {
       slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
-      cudaEvent_t started = nullptr, copied = nullptr, read = nullptr;
-      CheckCuda(cudaEventCreate(&started), "creating an event");  // these two time the copy
-      slot.started.reset(started);
-      CheckCuda(cudaEventCreate(&copied), "creating an event");
-      slot.copied.reset(copied);
+      cudaEvent_t read = nullptr;
       CheckCuda(cudaEventCreateWithFlags(&read, cudaEventDisableTiming), "creating an event");
       slot.read.reset(read);
     }
+    // A step's copies are counted at its end, so one step's worth of events is enough.
+    for (size_t i = 0; i < streamed_.size(); ++i) spare_copies_.push_back(NewCopy());
     spdlog::info("streaming {} extents through {} device slots of {:.1f} MiB", streamed_.size(),
                  slots_.size(), plan_.slot_bytes / (1024.0 * 1024.0));
   }
@@ -270,7 +269,7 @@ const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
 
 // The copy stream fills the ring's next slot once that slot's previous reader is done; the
 // compute stream waits for the copy. The host queues both and goes on: the copy of extent e + 1
-// runs while the GPU still computes extent e.
+// runs while the GPU still computes extent e, and nothing here waits for either.
 const std::byte* CudaBackend::StreamIntoSlot(const ExtentView& extent) {
   ZINF_CHECK(!bound_.has_value(), "extent {} bound while another streamed extent is", extent.info->name);
   ZINF_CHECK(extent.bytes.size() <= plan_.slot_bytes, "extent {} of {} bytes exceeds the {}-byte slots",
@@ -280,31 +279,83 @@ const std::byte* CudaBackend::StreamIntoSlot(const ExtentView& extent) {
   if (use.wait_for >= 0) {
     CheckCuda(cudaStreamWaitEvent(copy_stream_, slot.read.get(), 0), "ordering a weight copy");
   }
-  CheckCuda(cudaEventRecord(slot.started.get(), copy_stream_), "timing a weight copy");
+  Copy copy = TakeSpareCopy();
+  copy.bytes = extent.bytes.size();
+  CheckCuda(cudaEventRecord(copy.started.get(), copy_stream_), "timing a weight copy");
   CheckCuda(cudaMemcpyAsync(slot.data, extent.bytes.data(), extent.bytes.size(),
                             cudaMemcpyHostToDevice, copy_stream_),
             fmt::format("copying the weights of extent {} to the GPU", extent.info->name));
-  CheckCuda(cudaEventRecord(slot.copied.get(), copy_stream_), "ordering a weight copy");
-  CheckCuda(cudaStreamWaitEvent(stream_, slot.copied.get(), 0), "ordering a weight copy");
+  CheckCuda(cudaEventRecord(copy.copied.get(), copy_stream_), "ordering a weight copy");
+  CheckCuda(cudaStreamWaitEvent(stream_, copy.copied.get(), 0), "ordering a weight copy");
   bound_ = use;
-  bound_bytes_ = extent.bytes.size();
+  bound_copied_ = copy.copied;
+  copies_in_flight_.push_back(std::move(copy));
   return slot.data;
 }
 
-void CudaBackend::UnbindExtent() {
-  if (!bound_.has_value()) return;
+CopyFence CudaBackend::UnbindExtent() {
+  if (!bound_.has_value()) return {};
   Slot& slot = slots_[bound_->slot];
   bound_.reset();
   // The slot is free for the copy after next once everything queued on it so far has run.
   CheckCuda(cudaEventRecord(slot.read.get(), stream_), "ordering a weight copy");
-  // The weight source reuses the host buffer once this returns, so the copy out of it must have
-  // finished; only the copy is waited for, not the compute, which keeps running on the GPU.
-  CheckCuda(cudaEventSynchronize(slot.copied.get()), "copying weights to the GPU");
+  // The host bytes must outlive the copy out of them. Rather than wait here, in the layer loop,
+  // hand the weight source a fence on the copy's `copied` event: it calls it only before
+  // overwriting its staging buffer, and never for a DRAM-resident extent. The event is reused for a
+  // later copy only once this copy has been counted complete, so a late call may wait for that
+  // later copy on the same in-order copy stream instead: longer than needed, never too short. (An
+  // event per fence would be exact, at the cost of creating one per extent per step.)
+  return [copied = std::exchange(bound_copied_, nullptr)] {
+    CheckCuda(cudaEventSynchronize(copied.get()), "copying weights to the GPU");
+  };
+}
+
+CudaBackend::Copy CudaBackend::NewCopy() {
+  auto timing_event = [] {
+    cudaEvent_t event = nullptr;
+    CheckCuda(cudaEventCreate(&event), "creating an event");
+    return SharedEvent(event, EventDeleter{});
+  };
+  Copy copy;
+  copy.started = timing_event();
+  copy.copied = timing_event();
+  return copy;
+}
+
+CudaBackend::Copy CudaBackend::TakeSpareCopy() {
+  // Runs dry only when steps end without a synchronisation (no logits wanted) and copies pile up.
+  if (spare_copies_.empty()) return NewCopy();
+  Copy copy = std::move(spare_copies_.back());
+  spare_copies_.pop_back();
+  return copy;
+}
+
+TransferStats CudaBackend::Timed(const Copy& copy) {
+  CheckCuda(cudaEventSynchronize(copy.copied.get()), "copying weights to the GPU");
   float milliseconds = 0;
-  CheckCuda(cudaEventElapsedTime(&milliseconds, slot.started.get(), slot.copied.get()),
+  CheckCuda(cudaEventElapsedTime(&milliseconds, copy.started.get(), copy.copied.get()),
             "timing a weight copy");
-  transfer_stats_.bytes += bound_bytes_;
-  transfer_stats_.copy_seconds += milliseconds / 1e3;
+  return {copy.bytes, milliseconds / 1e3};
+}
+
+void CudaBackend::CountCompletedCopies() {
+  for (Copy& copy : copies_in_flight_) {
+    const TransferStats timed = Timed(copy);
+    transfer_stats_.bytes += timed.bytes;
+    transfer_stats_.copy_seconds += timed.copy_seconds;
+    spare_copies_.push_back(std::move(copy));
+  }
+  copies_in_flight_.clear();
+}
+
+TransferStats CudaBackend::transfer_stats() const {
+  TransferStats stats = transfer_stats_;
+  for (const Copy& copy : copies_in_flight_) {
+    const TransferStats timed = Timed(copy);
+    stats.bytes += timed.bytes;
+    stats.copy_seconds += timed.copy_seconds;
+  }
+  return stats;
 }
 
 void CudaBackend::ConvertF32Matrices(const ExtentInfo& extent, std::byte* base,
@@ -529,6 +580,8 @@ void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
             "copying results to the host");
   // Errors of any kernel queued since the last wait surface here.
   CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
+  // Every copy queued so far fed this stream, so all have finished: their times cost no wait now.
+  CountCompletedCopies();
 }
 
 void CudaBackend::CopyFromHost(std::span<const float> host, Tensor x) {

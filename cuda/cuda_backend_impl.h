@@ -1,12 +1,14 @@
 // The CUDA backend's class, private to cuda/: f32 activations and the KV cache in one device
 // pool; weights made resident on first bind, or streamed every step into a ring of device slots on
-// a copy stream (engine/slot_ring.h orders it); projections through cuBLAS, everything else through
-// the kernels in cuda/kernels*.cu, on one compute stream.
+// a copy stream (engine/slot_ring.h orders it, events order the streams, and the weight source
+// holds a fence for the host bytes, so the layer loop has no host wait); projections through
+// cuBLAS, everything else through the kernels in cuda/kernels*.cu, on one compute stream.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,9 +37,10 @@ class CudaBackend final : public Backend {
   void AllocateKvCache(const KvCacheShape& shape) override;
   const std::byte* ResidentExtent(const ExtentInfo& extent) override;
   const std::byte* BindExtent(const ExtentView& extent) override;
-  void UnbindExtent() override;
+  CopyFence UnbindExtent() override;
   void UseHostMemory(std::span<const std::byte> region) override;
-  TransferStats transfer_stats() const override { return transfer_stats_; }
+  // Waits for copies not yet counted (outside the layer loop: bench reads it between runs).
+  TransferStats transfer_stats() const override;
 
   void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) override;
   void AddPositionEmbedding(std::span<const int> positions, int position_offset,
@@ -93,15 +96,27 @@ class CudaBackend final : public Backend {
     void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
   };
   using Event = std::unique_ptr<CUevent_st, EventDeleter>;
-  // One device slot of the streaming ring: `started` and `copied` are recorded on the copy
-  // stream around its copy (they time it), `read` on the compute stream when the extent's last op
-  // has been queued.
+  // Shared with the weight source's copy fences, which may outlive the backend.
+  using SharedEvent = std::shared_ptr<CUevent_st>;
+  // One device slot of the streaming ring: `read` is recorded on the compute stream when the
+  // extent's last op has been queued; the slot's next copy waits for it.
   struct Slot {
     std::byte* data = nullptr;
-    Event started, copied, read;
+    Event read;
+  };
+  // One streamed copy: `started` and `copied` recorded on the copy stream around it. The compute
+  // stream waits for `copied`, and so does the weight source's fence for the host bytes. Its time
+  // is read once the copy is known to be complete, then the events serve a later copy.
+  struct Copy {
+    SharedEvent started, copied;
+    uint64_t bytes = 0;
   };
 
   const std::byte* StreamIntoSlot(const ExtentView& extent);
+  static Copy NewCopy();
+  Copy TakeSpareCopy();
+  static TransferStats Timed(const Copy& copy);  // waits for the copy if still running
+  void CountCompletedCopies();
   void ConvertF32Matrices(const ExtentInfo& extent, std::byte* base, const std::string& what);
 
   CudaMemoryPlan plan_;
@@ -120,8 +135,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<SlotRing> ring_;
   std::vector<Slot> slots_;
   std::optional<SlotUse> bound_;  // the streamed extent bound now
-  uint64_t bound_bytes_ = 0;      // its size
-  TransferStats transfer_stats_;
+  SharedEvent bound_copied_;      // its copy's end, for UnbindExtent's fence
+  // Timings are read after a step's final synchronisation, not per extent, which would wait:
+  TransferStats transfer_stats_;       // copies counted so far
+  std::deque<Copy> copies_in_flight_;  // queued since, oldest first
+  std::vector<Copy> spare_copies_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16

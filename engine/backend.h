@@ -85,10 +85,12 @@ class Backend {
   // The extent's base when the device already holds it (kept resident from an earlier bind), so
   // its bytes need not come from the weight source again; nullptr otherwise.
   virtual const std::byte* ResidentExtent(const ExtentInfo& /*extent*/) { return nullptr; }
-  // Makes an extent's bytes visible to the device; returns its base there. The host bytes may be
-  // reused once UnbindExtent returns.
+  // Makes an extent's bytes visible to the device; returns its base there. The host bytes must
+  // stay untouched until the fence UnbindExtent returns has been called.
   virtual const std::byte* BindExtent(const ExtentView& extent) = 0;
-  virtual void UnbindExtent() = 0;
+  // Done with the bound extent. Returns without waiting for the device; the fence (empty when the
+  // host bytes are already free to reuse) goes to WeightSource::Release.
+  virtual CopyFence UnbindExtent() = 0;
   // Host memory extents will arrive in (WeightSource::HostMemory), offered once at start: a GPU
   // backend page-locks it so copies from it run asynchronously at full PCIe rate.
   virtual void UseHostMemory(std::span<const std::byte> /*region*/) {}

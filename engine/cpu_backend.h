@@ -20,7 +20,7 @@ class CpuBackend final : public Backend {
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
   void AllocateKvCache(const KvCacheShape& shape) override;
   const std::byte* BindExtent(const ExtentView& extent) override;
-  void UnbindExtent() override {}
+  CopyFence UnbindExtent() override { return {}; }  // computed in place: nothing pending
 
   void Embed(std::span<const TokenId> token_ids, const Weight& table, Tensor out) override;
   void AddPositionEmbedding(std::span<const int> positions, int position_offset,

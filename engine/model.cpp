@@ -161,10 +161,8 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
     } catch (const Error& error) {
       Rethrow(error, fmt::format("extent {}", extent.info->name));
     }
-    if (from_source) {
-      backend_.UnbindExtent();
-      weights_.Release(e);
-    }
+    // No host wait here: the source holds the fence until it needs this extent's buffer again.
+    if (from_source) weights_.Release(e, backend_.UnbindExtent());
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,14 @@ struct ExtentView {
   }
 };
 
+// Blocks until a device has finished reading an extent's host bytes: what a backend whose copies
+// run asynchronously (CUDA's copy stream) hands back from UnbindExtent. Empty when nothing reads
+// them once UnbindExtent returns (the CPU backend). A weight source keeps it with the extent's
+// buffer and calls it only before overwriting or freeing that buffer, so the layer loop waits for
+// a copy only when the host memory it reads is really needed again. Copyable; it may be called
+// late (after the backend is gone) and more than once.
+using CopyFence = std::function<void()>;
+
 // Not thread-safe: one forward-pass thread drives it. Failures (I/O error, checksum mismatch)
 // throw zinf::Error naming the extent.
 class WeightSource {
@@ -42,8 +51,10 @@ class WeightSource {
   virtual void Prefetch(int extent_idx) = 0;
   // Blocks until the extent is in memory and its checksum verified.
   virtual ExtentView Acquire(int extent_idx) = 0;
-  // The forward pass is done with the extent; its staging buffer may be reused.
-  virtual void Release(int extent_idx) = 0;
+  // The forward pass is done with the extent. Its staging buffer may be reused for another read,
+  // but only after `fence` (the backend's UnbindExtent) has returned; resident bytes, never
+  // overwritten, drop it.
+  virtual void Release(int extent_idx, CopyFence fence = {}) = 0;
   // How many extents beyond the current one the forward pass should Prefetch.
   virtual int prefetch_depth() const = 0;
   virtual WeightIoStats stats() const = 0;

@@ -68,7 +68,17 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
   LoadResident();
 }
 
-TieredWeightSource::~TieredWeightSource() = default;
+TieredWeightSource::~TieredWeightSource() {
+  // A device may still be copying out of a released buffer: let it finish before the buffer goes.
+  for (Slot& slot : slots_) {
+    if (!slot.fence) continue;
+    try {
+      slot.fence();
+    } catch (...) {  // a destructor must not throw
+      // The device failed; the backend reports its error. Nothing is left to wait for.
+    }
+  }
+}
 
 void TieredWeightSource::ValidateExtents() const {
   for (const ExtentInfo& extent : extents_) {
@@ -116,9 +126,7 @@ void TieredWeightSource::Prefetch(int extent_idx) {
   const ExtentState& state = states_[extent_idx];
   if (state.placement == WeightPlacement::kResident || prefetch_depth_ == 0) return;
   if (state.slot_idx >= 0 || free_slots_.empty()) return;  // staged already, or no room: a hint
-  const int slot_idx = free_slots_.front();
-  free_slots_.pop_front();
-  StartRead(extent_idx, slot_idx);
+  StartRead(extent_idx, TakeFreeSlot());
 }
 
 ExtentView TieredWeightSource::Acquire(int extent_idx) {
@@ -159,14 +167,20 @@ ExtentView TieredWeightSource::Acquire(int extent_idx) {
   return MakeView(extent_idx, staging_buffers_[slot_idx].data());
 }
 
-void TieredWeightSource::Release(int extent_idx) {
+void TieredWeightSource::Release(int extent_idx, CopyFence fence) {
   ZINF_CHECK(extent_idx >= 0 && static_cast<size_t>(extent_idx) < extents_.size(),
              "release of extent {} out of range ({} extents)", extent_idx, extents_.size());
   ExtentState& state = states_[extent_idx];
   ZINF_CHECK(state.acquired, "{} released without being acquired",
              DescribeExtent(extents_[extent_idx]));
   state.acquired = false;
-  if (state.placement == WeightPlacement::kStreamed) FreeSlot(state.slot_idx);
+  // A resident extent's bytes are never overwritten, so its fence is dropped: a model served from
+  // DRAM never waits on the device in its layer loop. A staging buffer keeps it until reused.
+  if (state.placement == WeightPlacement::kStreamed) {
+    const int slot_idx = state.slot_idx;
+    FreeSlot(slot_idx);
+    slots_[slot_idx].fence = std::move(fence);
+  }
 }
 
 int TieredWeightSource::prefetch_depth() const { return slots_.empty() ? 0 : prefetch_depth_; }
@@ -204,18 +218,29 @@ std::string TieredWeightSource::Describe() const {
 
 void TieredWeightSource::StartRead(int extent_idx, int slot_idx) {
   Slot& slot = slots_[slot_idx];
-  ZINF_CHECK(slot.extent_idx < 0 && !slot.ticket, "staging buffer {} is not free", slot_idx);
+  ZINF_CHECK(slot.extent_idx < 0 && !slot.ticket && !slot.fence, "staging buffer {} is not free",
+             slot_idx);
   slot.ticket = reader_->Submit(extents_[extent_idx], slot.buffer_idx);
   slot.extent_idx = extent_idx;
   states_[extent_idx].slot_idx = slot_idx;
 }
 
-int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
-  if (!free_slots_.empty()) {
-    const int slot_idx = free_slots_.front();
-    free_slots_.pop_front();
-    return slot_idx;
+int TieredWeightSource::TakeFreeSlot() {
+  const int slot_idx = free_slots_.front();
+  Slot& slot = slots_[slot_idx];
+  // The last extent in this buffer may still be copied to a device: the one wait for it, as late
+  // as possible. Cleared only once it returns, so a throwing fence leaves the buffer free but
+  // guarded.
+  if (slot.fence) {
+    slot.fence();
+    slot.fence = nullptr;
   }
+  free_slots_.pop_front();
+  return slot_idx;
+}
+
+int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
+  if (!free_slots_.empty()) return TakeFreeSlot();
   // Every buffer holds an extent. Take back the one prefetched furthest ahead that is not acquired:
   // the forward pass needs it last. Its read must finish before the buffer is reused.
   int victim = -1;

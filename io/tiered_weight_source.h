@@ -32,6 +32,9 @@ struct TieredOptions {
 //    depth is 0), each as large as the largest streamed extent and registered with io_uring once.
 //    Prefetch(i) starts the read into the least recently released free buffer; Acquire(i) waits for
 //    it (starting it first if needed) and verifies the XXH3-64 checksum; Release(i) frees the buffer.
+// Release's CopyFence (a device may still be copying the bytes) is kept with a streamed extent's
+// buffer and called just before the buffer takes another read, or when the source is destroyed;
+// a resident extent's is dropped, since its bytes are never overwritten.
 // Placement is per extent so a planner can mix both. Owns all buffers, the file descriptor and the
 // ring; copies the extent table, so ExtentView::info stays valid as long as the source.
 // Not thread-safe: one forward-pass thread drives it.
@@ -51,7 +54,7 @@ class TieredWeightSource final : public WeightSource {
 
   void Prefetch(int extent_idx) override;
   ExtentView Acquire(int extent_idx) override;
-  void Release(int extent_idx) override;
+  void Release(int extent_idx, CopyFence fence = {}) override;
   int prefetch_depth() const override;
   WeightIoStats stats() const override;
   std::vector<std::span<const std::byte>> HostMemory() const override;
@@ -76,12 +79,14 @@ class TieredWeightSource final : public WeightSource {
     int buffer_idx = 0;     // the reader's index of this staging buffer
     int extent_idx = -1;    // -1: free
     std::optional<ReadTicket> ticket;  // set while its read has not been waited for
+    CopyFence fence;        // a free buffer's last extent may still be read by a device: call first
   };
 
   void ValidateExtents() const;
   void CheckFileLength() const;
   void LoadResident();
   void StartRead(int extent_idx, int slot_idx);
+  int TakeFreeSlot();
   int TakeSlotForAcquire(int extent_idx);
   void FreeSlot(int slot_idx);
   void VerifyChecksum(const ExtentInfo& extent, const std::byte* data);
