@@ -1,63 +1,107 @@
 // CausalAttention: scores, a max-subtracted softmax and the weighted sum of values, per query head
-// (the loops over keys and values are in cpu_attention_rows.h).
+// (the loops over keys and values are in cpu_attention_rows.h, and for blocks of queries at the
+// AVX-512 level in cpu_attention_rows_avx512.h).
 #include "engine/cpu_attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "engine/cpu_attention_rows.h"
+#include "engine/cpu_attention_rows_avx512.h"
 
 namespace zinf::cpu {
 
 namespace {
 
-struct QueryRef {
+// One work item: a head of consecutive query tokens of one chunk.
+struct WorkItem {
   int chunk_idx;
-  int token_in_chunk;
+  int head;
+  int first_token;  // in the chunk
+  int num_tokens;
 };
 
-void AttendOneHead(const AttentionArgs& args, const SequenceChunk& chunk, int token_in_chunk,
-                   int head, std::vector<float>& scores, CpuIsa isa) {
+// Where a work item's queries, outputs and KV rows are.
+struct ItemView {
+  QueryBlock block;
+  float* out;  // the first token's
+  KvRows keys, values;
+};
+
+ItemView ViewItem(const AttentionArgs& args, const WorkItem& item) {
   const AttentionShape& shape = args.shape;
-  const int head_dim = shape.head_dim;
-  const int kv_head = head / (shape.num_heads / shape.num_kv_heads);
-  const int64_t row = chunk.token_offset + token_in_chunk;
-  const int num_keys = chunk.start_position + token_in_chunk + 1;
-  const float* query = args.q + row * args.q_stride + static_cast<int64_t>(head) * head_dim;
-  const KvRows keys = args.k_slot(chunk.kv_slot);
-  const KvRows values = args.v_slot(chunk.kv_slot);
-  scores.resize(num_keys);
-  ScoreKeys(query, keys, kv_head, head_dim, num_keys, shape.scale, scores.data(), isa);
-  const double sum = ExpScoresAndSum(scores.data(), num_keys, isa);
-  const float inv_sum = static_cast<float>(1.0 / sum);
-  for (float& score : scores) score *= inv_sum;
-  float* out = args.out + row * args.out_stride + static_cast<int64_t>(head) * head_dim;
-  WeightValues(scores.data(), values, kv_head, head_dim, num_keys, out, isa);
+  const SequenceChunk& chunk = args.chunks[item.chunk_idx];
+  const int64_t row = chunk.token_offset + item.first_token;
+  const int64_t head_offset = static_cast<int64_t>(item.head) * shape.head_dim;
+  QueryBlock block;
+  block.query = args.q + row * args.q_stride + head_offset;
+  block.query_stride = args.q_stride;
+  block.num_queries = item.num_tokens;
+  block.first_num_keys = chunk.start_position + item.first_token + 1;
+  block.kv_head = item.head / (shape.num_heads / shape.num_kv_heads);
+  block.head_dim = shape.head_dim;
+  return {block, args.out + row * args.out_stride + head_offset, args.k_slot(chunk.kv_slot),
+          args.v_slot(chunk.kv_slot)};
+}
+
+void AttendOneByOne(const AttentionArgs& args, const WorkItem& item, std::vector<float>& scores,
+                    CpuIsa isa) {
+  const ItemView view = ViewItem(args, item);
+  const QueryBlock& block = view.block;
+  for (int t = 0; t < block.num_queries; ++t) {
+    const int num_keys = block.first_num_keys + t;
+    scores.resize(num_keys);
+    ScoreKeys(block.query + t * block.query_stride, view.keys, block.kv_head, block.head_dim,
+              num_keys, args.shape.scale, scores.data(), isa);
+    Softmax(scores.data(), num_keys, isa);
+    WeightValues(scores.data(), view.values, block.kv_head, block.head_dim, num_keys,
+                 view.out + t * args.out_stride, isa);
+  }
+}
+
+// The same per-query operations, with the key and value loads shared by the block.
+void AttendBlockAvx512(const AttentionArgs& args, const WorkItem& item,
+                       std::vector<float>& scores) {
+  const ItemView view = ViewItem(args, item);
+  const QueryBlock& block = view.block;
+  const int64_t stride = (block.last_num_keys() + 15) / 16 * 16;
+  scores.resize(kAttentionBlockQueries * stride);
+  ScoreKeysBlockAvx512(block, view.keys, args.shape.scale, scores.data(), stride);
+  for (int t = 0; t < block.num_queries; ++t) {
+    Softmax(scores.data() + t * stride, block.first_num_keys + t, CpuIsa::kAvx512);
+  }
+  WeightValuesBlockAvx512(block, scores.data(), stride, view.values, view.out, args.out_stride);
 }
 
 }  // namespace
 
-void CausalAttention(ThreadPool& pool, const AttentionArgs& args) {
+void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa) {
+  // Below AVX-512 every block is one token. At AVX-512 a block of one (decode, or a chunk's last
+  // token) also takes the one-query loops: it has nothing to share.
+  const int block_tokens = isa >= CpuIsa::kAvx512 ? kAttentionBlockQueries : 1;
   // Kept between calls (by the calling thread): the step loop does not allocate.
-  thread_local std::vector<QueryRef> calling_thread_queries;
-  std::vector<QueryRef>& queries = calling_thread_queries;  // the workers read the caller's list
-  queries.clear();
+  thread_local std::vector<WorkItem> calling_thread_items;
+  std::vector<WorkItem>& items = calling_thread_items;  // the workers read the caller's list
+  items.clear();
+  // Ordered by chunk, head, then token: the heads of a chunk split evenly between threads (the
+  // later tokens of a prefill chunk see more keys), and each thread's items reuse the KV rows.
   for (size_t c = 0; c < args.chunks.size(); ++c) {
-    for (int i = 0; i < args.chunks[c].num_tokens; ++i) {
-      queries.push_back({static_cast<int>(c), i});
+    for (int head = 0; head < args.shape.num_heads; ++head) {
+      for (int t = 0; t < args.chunks[c].num_tokens; t += block_tokens) {
+        items.push_back(
+            {static_cast<int>(c), head, t, std::min(block_tokens, args.chunks[c].num_tokens - t)});
+      }
     }
   }
-  const int num_heads = args.shape.num_heads;
-  const CpuIsa isa = ActiveCpuIsa();
-  pool.ParallelFor(static_cast<int64_t>(queries.size()) * num_heads, [&](int64_t begin,
-                                                                          int64_t end) {
+  pool.ParallelFor(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
     // Reused across steps by each pool thread: no allocation once it has grown to the context.
     thread_local std::vector<float> scores;
-    for (int64_t item = begin; item < end; ++item) {
-      const QueryRef& query = queries[item / num_heads];
-      AttendOneHead(args, args.chunks[query.chunk_idx], query.token_in_chunk,
-                    static_cast<int>(item % num_heads), scores, isa);
+    for (int64_t i = begin; i < end; ++i) {
+      if (items[i].num_tokens > 1) {
+        AttendBlockAvx512(args, items[i], scores);
+      } else {
+        AttendOneByOne(args, items[i], scores, isa);
+      }
     }
   });
 }

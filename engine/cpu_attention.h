@@ -6,6 +6,7 @@
 #include <span>
 
 #include "engine/backend.h"
+#include "engine/cpu_isa.h"
 #include "engine/cpu_kv_cache.h"
 #include "engine/thread_pool.h"
 
@@ -24,7 +25,8 @@ struct AttentionArgs {
 };
 
 // Each query token attends to positions 0..its own; each (token, head) is computed by one thread
-// in a fixed order, so results do not depend on the batch.
-void CausalAttention(ThreadPool& pool, const AttentionArgs& args);
+// in a fixed order, so results do not depend on the batch. Runs at ActiveCpuIsa() unless `isa`
+// says otherwise (tests compare the levels); every level gives the same bits.
+void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa = ActiveCpuIsa());
 
 }  // namespace zinf::cpu

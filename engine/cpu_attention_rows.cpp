@@ -1,4 +1,5 @@
-// ScoreKeys / WeightValues: portable and AVX2 versions of the same operation sequence.
+// ScoreKeys / ExpScoresAndSum / Softmax / WeightValues: portable and AVX2 versions (AVX-512 for
+// the exps) of the same operation sequence.
 #include "engine/cpu_attention_rows.h"
 
 #include <immintrin.h>
@@ -20,6 +21,12 @@ inline float RowScale(const KvRows& rows, int j, int kv_head) {
 
 inline float KvValue(const KvRows& rows, int64_t at) {
   return rows.f32 != nullptr ? rows.f32[at] : static_cast<float>(rows.i8[at]);
+}
+
+float MaxScorePortable(const float* scores, int num_keys) {
+  float max_score = scores[0];
+  for (int j = 1; j < num_keys; ++j) max_score = std::max(max_score, scores[j]);
+  return max_score;
 }
 
 float ScoreOnePortable(const float* query, const KvRows& keys, int64_t at, int head_dim) {
@@ -107,8 +114,35 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
   }
 }
 
-// scores[j] = Exp(scores[j] - max) in 8-float steps; the sums in 8 double lanes.
-int ExpScoresAvx2(float* scores, int num_keys, float max_score, double lanes[8]) {
+// What std::max over j in order gives: scores[0] if it is NaN, else the largest non-NaN score.
+// The lanes may pick another of several equal scores, which differs only for zeros (-0 == +0):
+// a zero maximum is taken from the scalar loop instead.
+float MaxScoreAvx2(const float* scores, int num_keys) {
+  const float first = scores[0];
+  if (std::isnan(first)) return first;
+  __m256 low = _mm256_set1_ps(first), high = low;
+  int j = 0;
+  // _mm256_max_ps(x, m) is m where x is NaN.
+  for (; j + 16 <= num_keys; j += 16) {
+    low = _mm256_max_ps(_mm256_loadu_ps(scores + j), low);
+    high = _mm256_max_ps(_mm256_loadu_ps(scores + j + 8), high);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(low, high));
+  float max_score = first;
+  for (float lane : lanes) max_score = std::max(max_score, lane);
+  for (; j < num_keys; ++j) max_score = std::max(max_score, scores[j]);
+  return max_score != 0.0f ? max_score : MaxScorePortable(scores, num_keys);
+}
+
+// The lanes [0, count) of 8, as a mask for _mm256_maskload_ps / _mm256_maskstore_ps.
+inline __m256i FirstLanes(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// scores[j] = Exp(scores[j] - max) in 8-float steps, the last one partial; the sums of the full
+// steps in 8 double lanes.
+void ExpScoresAvx2(float* scores, int num_keys, float max_score, double lanes[8]) {
   const __m256 max = _mm256_set1_ps(max_score);
   __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
   int j = 0;
@@ -120,7 +154,23 @@ int ExpScoresAvx2(float* scores, int num_keys, float max_score, double lanes[8])
   }
   _mm256_storeu_pd(lanes, low);
   _mm256_storeu_pd(lanes + 4, high);
-  return j;
+  if (j < num_keys) {
+    const __m256i mask = FirstLanes(num_keys - j);
+    const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(scores + j, mask), max);
+    _mm256_maskstore_ps(scores + j, mask, Exp8(x));
+  }
+}
+
+void ScaleScoresAvx2(float* scores, int num_keys, float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  int j = 0;
+  for (; j + 8 <= num_keys; j += 8) {
+    _mm256_storeu_ps(scores + j, _mm256_mul_ps(_mm256_loadu_ps(scores + j), f));
+  }
+  if (j < num_keys) {
+    const __m256i mask = FirstLanes(num_keys - j);
+    _mm256_maskstore_ps(scores + j, mask, _mm256_mul_ps(_mm256_maskload_ps(scores + j, mask), f));
+  }
 }
 
 // Up to 64 dimensions at a time held in registers while every value row passes.
@@ -155,6 +205,38 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
 
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
+// -Wmaybe-uninitialized (or -Wuninitialized) reports once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// ExpScoresAvx2 in 16-float steps (Exp16 gives Exp8's bits): double lane i still adds the scores
+// j ≡ i mod 8 in order, the low 8 of a step before the high 8.
+void ExpScoresAvx512(float* scores, int num_keys, float max_score, double lanes[8]) {
+  const __m512 max = _mm512_set1_ps(max_score);
+  __m512d sum = _mm512_setzero_pd();
+  int j = 0;
+  for (; j + 16 <= num_keys; j += 16) {
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(scores + j), max));
+    _mm512_storeu_ps(scores + j, e);
+    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+  }
+  if (j < num_keys) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (num_keys - j)) - 1);
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores + j), max));
+    _mm512_mask_storeu_ps(scores + j, mask, e);
+    if (j + 8 <= num_keys) sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+  }
+  _mm512_storeu_pd(lanes, sum);
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
 }  // namespace
 
 void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
@@ -168,28 +250,35 @@ void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim
 }
 
 double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa) {
-  float max_score = scores[0];
-  for (int j = 1; j < num_keys; ++j) max_score = std::max(max_score, scores[j]);
+  const float max_score =
+      isa >= CpuIsa::kAvx2 ? MaxScoreAvx2(scores, num_keys) : MaxScorePortable(scores, num_keys);
   double lanes[8] = {};
-  int j = 0;
-  if (isa >= CpuIsa::kAvx2) {
-    j = ExpScoresAvx2(scores, num_keys, max_score, lanes);
+  const int body = num_keys / 8 * 8;
+  if (isa >= CpuIsa::kAvx512) {
+    ExpScoresAvx512(scores, num_keys, max_score, lanes);
+  } else if (isa >= CpuIsa::kAvx2) {
+    ExpScoresAvx2(scores, num_keys, max_score, lanes);
   } else {
-    for (; j + 8 <= num_keys; j += 8) {
+    for (int j = 0; j < body; j += 8) {
       for (int i = 0; i < 8; ++i) {
         scores[j + i] = Exp(scores[j + i] - max_score);
         lanes[i] += scores[j + i];
       }
     }
+    for (int j = body; j < num_keys; ++j) scores[j] = Exp(scores[j] - max_score);
   }
   const double s04 = lanes[0] + lanes[4], s26 = lanes[2] + lanes[6];
   const double s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
   double sum = (s04 + s26) + (s15 + s37);
-  for (; j < num_keys; ++j) {
-    scores[j] = Exp(scores[j] - max_score);
-    sum += scores[j];
-  }
+  for (int j = body; j < num_keys; ++j) sum += scores[j];
   return sum;
+}
+
+void Softmax(float* scores, int num_keys, CpuIsa isa) {
+  const double sum = ExpScoresAndSum(scores, num_keys, isa);
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  if (isa >= CpuIsa::kAvx2) return ScaleScoresAvx2(scores, num_keys, inv_sum);
+  for (int j = 0; j < num_keys; ++j) scores[j] *= inv_sum;
 }
 
 void WeightValues(const float* weights, const KvRows& values, int kv_head, int head_dim,

@@ -1,6 +1,6 @@
-// The two inner loops of CPU attention, over one KV head's keys and values: query·key scores and
-// the score-weighted sum of values. An AVX2 version and a portable one with the same arithmetic,
-// so results do not depend on the CPU's instruction set (beyond AVX2 or not) or the batch.
+// The inner loops of CPU attention for one query, over one KV head's keys and values: query·key
+// scores, their softmax and the score-weighted sum of values. Portable and vector versions with
+// the same arithmetic, so results do not depend on the CPU's instruction set or the batch.
 #pragma once
 
 #include "engine/cpu_isa.h"
@@ -19,6 +19,9 @@ void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim
 // accumulated in 8 lanes (lane i takes j ≡ i mod 8 below the last multiple of 8) reduced in
 // ReduceLanes' order, the rest added in order.
 double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa);
+
+// The softmax weights: ExpScoresAndSum, then each score times float(1 / sum).
+void Softmax(float* scores, int num_keys, CpuIsa isa);
 
 // out[d] = Σ_j weights[j] · value_j[d], accumulated as out[d] = fma(w, value, out[d]) over j in
 // order from zero, with w = weights[j] (times the row's scale for an int8 cache).
