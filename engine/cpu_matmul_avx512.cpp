@@ -31,6 +31,10 @@ constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
 // (cpu_tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
 // prefill 1.05x faster than with 768 KiB, 110M unchanged.
+// Row groups whose weights exceed twice this are done in spans of about this many bytes, so that
+// the group's span stays in L1 while every pair tile passes (one thread, 128 tokens: 768 x 2048
+// and 2048 x 5632 ~1.07x faster); smaller ones whole (768 x 768 was slower split in two).
+constexpr int64_t kSpanWeightBytes = int64_t{16} << 10;
 constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
 
 #pragma GCC push_options
@@ -101,21 +105,33 @@ inline __m512 ReducePairLanes(__m512 v) {
   return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
-// Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains.
+// The chunks [begin, end) of a row that one pass over a row group's tiles covers. A tile's
+// accumulators wait in `state` between spans (storing and reloading them changes no bit).
+struct ChunkSpan {
+  int64_t begin = 0, end = 0;
+  bool first = true, last = true;
+  float* state = nullptr;  // kRows × kPairs registers, 64-byte aligned; unused for a whole row
+};
+
+// Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains over
+// the span's chunks.
 template <DType kDType, int kRows, int kPairs>
-inline void PairTile(const float* packed, int64_t chunks, const Weight& w, int64_t row, int64_t pair,
-                     const char* l2_lines, int64_t num_l2_lines, __m512 (&acc)[kRows][kPairs]) {
+inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const Weight& w,
+                     int64_t row, int64_t pair, const char* l2_lines, int64_t num_l2_lines,
+                     __m512 (&acc)[kRows][kPairs]) {
   // The loops over the tile are unrolled by hand-given pragmas: at -O2 GCC keeps `acc` in memory
   // otherwise, and the kernel runs at a third of its speed.
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
-    for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
+    for (int p = 0; p < kPairs; ++p) {
+      acc[r][p] = span.first ? _mm512_setzero_ps() : _mm512_load_ps(span.state + (r * kPairs + p) * 16);
+    }
   const float* xp = packed + pair * chunks * 16;
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (int64_t c = span.begin; c < span.end; ++c) {
     // One line of the next row group per iteration rather than a burst: a burst stalled on fill
     // buffers that the token-pair prefetches need.
-    if (c < num_l2_lines) _mm_prefetch(l2_lines + c * 64, _MM_HINT_T1);
+    if (c - span.begin < num_l2_lines) _mm_prefetch(l2_lines + (c - span.begin) * 64, _MM_HINT_T1);
     __m512 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
@@ -154,9 +170,17 @@ inline __m512 ReduceTwoRowsOfFourPairs(const __m512 (&first)[4], const __m512 (&
 template <DType kDType, int kRows, int kPairs>
 void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
              int64_t chunks, const Weight& w, const Weight& bias, float* out, int64_t out_stride,
-             int64_t row, int64_t pair, const char* l2_lines = nullptr, int64_t num_l2_lines = 0) {
+             int64_t row, int64_t pair, const ChunkSpan& span, const char* l2_lines = nullptr,
+             int64_t num_l2_lines = 0) {
   __m512 acc[kRows][kPairs];
-  PairTile<kDType, kRows, kPairs>(packed, chunks, w, row, pair, l2_lines, num_l2_lines, acc);
+  PairTile<kDType, kRows, kPairs>(packed, chunks, span, w, row, pair, l2_lines, num_l2_lines, acc);
+  if (!span.last) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 8
+      for (int p = 0; p < kPairs; ++p) _mm512_store_ps(span.state + (r * kPairs + p) * 16, acc[r][p]);
+    return;
+  }
   const int64_t body = chunks * 8;
   const int64_t first_token = 2 * pair;
   if constexpr (kPairs == 4 && kRows % 2 == 0) {
@@ -204,23 +228,41 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
   const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
-  int64_t p = pair_begin;
-  for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs) {
-    const int64_t lines = std::min(lines_per_tile, next_lines - prefetched);
-    RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                       out_stride, row, p, next_rows + prefetched * 64, lines);
-    prefetched += lines;
-  }
-  auto edge = [&]<int kPairs>() {
-    RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                   out_stride, row, p);
+  // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
+  const int64_t group_bytes = kRows * chunks * 8 * kElementBytes;
+  const int64_t span_count =
+      group_bytes > 2 * kSpanWeightBytes ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes : 1;
+  const int64_t span_chunks = (chunks + span_count - 1) / span_count;
+  struct alignas(64) Register {
+    float lanes[16];
   };
-  static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
-  switch (pair_end - p) {
-    case 1: edge.template operator()<1>(); break;
-    case 2: edge.template operator()<2>(); break;
-    case 3: edge.template operator()<3>(); break;
-    default: break;
+  thread_local std::vector<Register> states;
+  const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
+  if (span_count > 1 && states.size() < state_size) states.resize(state_size);
+  for (int64_t begin = 0; begin < chunks; begin += span_chunks) {
+    ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0, begin + span_chunks >= chunks, nullptr};
+    int64_t p = pair_begin;
+    int64_t tile = 0;
+    for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs, ++tile) {
+      // The next group is prefetched during the last span, when this group's weights are done.
+      const int64_t lines = span.last ? std::min(lines_per_tile, next_lines - prefetched) : 0;
+      if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
+      RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                         out_stride, row, p, span, next_rows + prefetched * 64, lines);
+      prefetched += lines;
+    }
+    if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
+    auto edge = [&]<int kPairs>() {
+      RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                     out_stride, row, p, span);
+    };
+    static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
+    switch (pair_end - p) {
+      case 1: edge.template operator()<1>(); break;
+      case 2: edge.template operator()<2>(); break;
+      case 3: edge.template operator()<3>(); break;
+      default: break;
+    }
   }
 }
 
