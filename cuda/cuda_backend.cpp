@@ -339,12 +339,8 @@ TransferStats CudaBackend::Timed(const Copy& copy) {
 }
 
 void CudaBackend::CountCompletedCopies() {
-  for (Copy& copy : copies_in_flight_) {
-    const TransferStats timed = Timed(copy);
-    transfer_stats_.bytes += timed.bytes;
-    transfer_stats_.copy_seconds += timed.copy_seconds;
-    spare_copies_.push_back(std::move(copy));
-  }
+  transfer_stats_ = transfer_stats();
+  for (Copy& copy : copies_in_flight_) spare_copies_.push_back(std::move(copy));
   copies_in_flight_.clear();
 }
 

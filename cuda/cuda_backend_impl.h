@@ -8,7 +8,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,7 +137,7 @@ class CudaBackend final : public Backend {
   SharedEvent bound_copied_;      // its copy's end, for UnbindExtent's fence
   // Timings are read after a step's final synchronisation, not per extent, which would wait:
   TransferStats transfer_stats_;       // copies counted so far
-  std::deque<Copy> copies_in_flight_;  // queued since, oldest first
+  std::vector<Copy> copies_in_flight_;  // queued since, oldest first
   std::vector<Copy> spare_copies_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
 

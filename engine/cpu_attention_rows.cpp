@@ -14,15 +14,6 @@ namespace zinf::cpu {
 
 namespace {
 
-// The int8 cache's scale of row j, head h (1 for an f32 cache).
-inline float RowScale(const KvRows& rows, int j, int kv_head) {
-  return rows.f32 != nullptr ? 1.0f : rows.scales[static_cast<int64_t>(j) * rows.num_kv_heads + kv_head];
-}
-
-inline float KvValue(const KvRows& rows, int64_t at) {
-  return rows.f32 != nullptr ? rows.f32[at] : static_cast<float>(rows.i8[at]);
-}
-
 float MaxScorePortable(const float* scores, int num_keys) {
   float max_score = scores[0];
   for (int j = 1; j < num_keys; ++j) max_score = std::max(max_score, scores[j]);
@@ -33,10 +24,10 @@ float ScoreOnePortable(const float* query, const KvRows& keys, int64_t at, int h
   const int body = head_dim / 8 * 8;
   float lanes[8] = {};
   for (int d = 0; d < body; d += 8) {
-    for (int i = 0; i < 8; ++i) lanes[i] = std::fma(query[d + i], KvValue(keys, at + d + i), lanes[i]);
+    for (int i = 0; i < 8; ++i) lanes[i] = std::fma(query[d + i], keys.value(at + d + i), lanes[i]);
   }
   float sum = ReduceLanes(lanes);
-  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
+  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
   return sum;
 }
 
@@ -54,7 +45,7 @@ inline float FinishScore(__m256 acc, const float* query, const KvRows& keys, int
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
   float sum = ReduceLanes(lanes);
-  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
+  for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
   return sum;
 }
 
@@ -102,15 +93,15 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
     for (int i = 0; i < 8; ++i) {
       float sum = sums[i];
       const int64_t at = (j + i) * keys.row_stride + head_offset;
-      for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], KvValue(keys, at + d), sum);
-      scores[j + i] = sum * RowScale(keys, j + i, kv_head) * scale;
+      for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
+      scores[j + i] = sum * keys.scale(j + i, kv_head) * scale;
     }
   }
   for (; j < num_keys; ++j) {
     const int64_t at = j * keys.row_stride + head_offset;
     __m256 acc = _mm256_setzero_ps();
     for (int d = 0; d < body; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
-    scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * RowScale(keys, j, kv_head) * scale;
+    scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
   }
 }
 
@@ -184,7 +175,7 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
     for (int j = 0; j < num_keys; ++j) {
-      const __m256 w = _mm256_set1_ps(weights[j] * RowScale(values, j, kv_head));
+      const __m256 w = _mm256_set1_ps(weights[j] * values.scale(j, kv_head));
       const int64_t at = j * values.row_stride + head_offset + d0;
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
@@ -196,8 +187,8 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
   for (int d = body; d < head_dim; ++d) {
     float sum = 0;
     for (int j = 0; j < num_keys; ++j) {
-      sum = std::fma(weights[j] * RowScale(values, j, kv_head),
-                     KvValue(values, j * values.row_stride + head_offset + d), sum);
+      sum = std::fma(weights[j] * values.scale(j, kv_head),
+                     values.value(j * values.row_stride + head_offset + d), sum);
     }
     out[d] = sum;
   }
@@ -245,7 +236,7 @@ void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   for (int j = 0; j < num_keys; ++j) {
     const int64_t at = j * keys.row_stride + head_offset;
-    scores[j] = ScoreOnePortable(query, keys, at, head_dim) * RowScale(keys, j, kv_head) * scale;
+    scores[j] = ScoreOnePortable(query, keys, at, head_dim) * keys.scale(j, kv_head) * scale;
   }
 }
 
@@ -267,9 +258,7 @@ double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa) {
     }
     for (int j = body; j < num_keys; ++j) scores[j] = Exp(scores[j] - max_score);
   }
-  const double s04 = lanes[0] + lanes[4], s26 = lanes[2] + lanes[6];
-  const double s15 = lanes[1] + lanes[5], s37 = lanes[3] + lanes[7];
-  double sum = (s04 + s26) + (s15 + s37);
+  double sum = ReduceLanes(lanes);
   for (int j = body; j < num_keys; ++j) sum += scores[j];
   return sum;
 }
@@ -287,9 +276,9 @@ void WeightValues(const float* weights, const KvRows& values, int kv_head, int h
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   std::fill(out, out + head_dim, 0.0f);
   for (int j = 0; j < num_keys; ++j) {
-    const float w = weights[j] * RowScale(values, j, kv_head);
+    const float w = weights[j] * values.scale(j, kv_head);
     const int64_t at = j * values.row_stride + head_offset;
-    for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w, KvValue(values, at + d), out[d]);
+    for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w, values.value(at + d), out[d]);
   }
 }
 

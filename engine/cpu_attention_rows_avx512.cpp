@@ -22,15 +22,11 @@ constexpr int kTileKeys = 4;
 // serves 8 queries; 4 queries × 4 vectors (one pass for 64 dims) measured 1.25x slower.
 constexpr int kValueVectors = 2;
 
-// The int8 cache's scale of row j, head h; an f32 row's is 1.
+// KvRows::scale with the cache's dtype known when compiling.
 template <bool kInt8>
 inline float RowScaleOf(const KvRows& rows, int j, int kv_head) {
-  if constexpr (kInt8) return rows.scales[static_cast<int64_t>(j) * rows.num_kv_heads + kv_head];
+  if constexpr (kInt8) return rows.scale(j, kv_head);
   return 1.0f;
-}
-
-inline float KvValue(const KvRows& rows, int64_t at) {
-  return rows.f32 != nullptr ? rows.f32[at] : static_cast<float>(rows.i8[at]);
 }
 
 #pragma GCC push_options
@@ -162,7 +158,7 @@ inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, con
     for (int e = 0; e < kTileKeys; ++e) {
       float sum = lanes[4 * b + e];
       for (int d = body; d < block.head_dim; ++d)
-        sum = std::fma(q[d], KvValue(keys, tile.at[e] + d), sum);
+        sum = std::fma(q[d], keys.value(tile.at[e] + d), sum);
       scores[b * score_stride + e] =
           sum * RowScaleOf<kInt8>(keys, tile.key[e], block.kv_head) * scale;
     }

@@ -58,16 +58,8 @@ void CpuBackend::AddPositionEmbedding(std::span<const int> positions, int positi
 }
 
 void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) {
-  ZINF_CHECK(x.cols == w.cols && out.cols == w.rows && x.rows == out.rows,
-             "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, w.rows, w.cols,
-             out.rows, out.cols);
-  // Split the weight rows across threads: each thread reads its rows once for every token.
-  pool_.ParallelFor(
-      w.rows,
-      [&](int64_t begin, int64_t end) {
-        cpu::MatMulRows(Rows(x), x.cols, x.rows, w, bias, Rows(out), out.cols, begin, end);
-      },
-      16);
+  const Projection projection[] = {{w, bias, out}};
+  MatMuls(x, projection);
 }
 
 void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
@@ -79,7 +71,8 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
     total_rows += p.w.rows;
   }
   // One split of the projections' rows laid end to end: one pool hand-off instead of one per
-  // projection, and each thread packs x once for all of them.
+  // projection, and each thread packs x once for all of them. Each thread reads its rows once
+  // for every token.
   const uint64_t x_version = cpu::NewActivationVersion();
   pool_.ParallelFor(
       total_rows,

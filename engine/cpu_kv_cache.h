@@ -19,6 +19,13 @@ struct KvRows {
   const float* scales = nullptr;
   int64_t row_stride = 0;
   int num_kv_heads = 0;
+
+  // Element `at`, as stored (an int8 one before its scale).
+  float value(int64_t at) const { return f32 != nullptr ? f32[at] : static_cast<float>(i8[at]); }
+  // The scale of row j, head h: 1 for an f32 cache.
+  float scale(int j, int kv_head) const {
+    return f32 != nullptr ? 1.0f : scales[static_cast<int64_t>(j) * num_kv_heads + kv_head];
+  }
 };
 
 class CpuKvCache {
