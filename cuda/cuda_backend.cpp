@@ -576,6 +576,7 @@ void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
             "copying results to the host");
   // Errors of any kernel queued since the last wait surface here.
   CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
+  if (host_kv_) host_kv_->ThrowIfFailed();  // the CPU's part of the step, run as callbacks
   // Every copy queued so far fed this stream, so all have finished: their times cost no wait now.
   CountCompletedCopies();
 }

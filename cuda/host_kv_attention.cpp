@@ -1,5 +1,8 @@
-// HostKvAttention: copies down, the CPU backend's KV cache and attention, copies up.
+// HostKvAttention: copies down, the CPU backend's KV cache and attention in host callbacks of the
+// compute stream, copies up; all in that stream's order.
 #include "cuda/host_kv_attention.h"
+
+#include <vector>
 
 #include "cuda/cuda_check.h"
 #include "engine/cpu_attention.h"
@@ -32,6 +35,14 @@ HostKvAttention::~HostKvAttention() {
   for (float* buffer : {keys_, values_, queries_, outputs_}) cudaFreeHost(buffer);
 }
 
+// The stream runs the callback once the copies queued before it have landed and holds the work
+// queued after it until it returns: the CPU's part is ordered like a kernel, with no host wait.
+// Callbacks may not call CUDA, and neither do these.
+void HostKvAttention::QueueOnHost(cudaStream_t stream, std::function<void()> work,
+                                  const char* what) {
+  CheckCuda(cudaLaunchHostFunc(stream, &HostJobQueue::Run, jobs_.Add(std::move(work))), what);
+}
+
 void HostKvAttention::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v,
                               cudaStream_t stream) {
   ZINF_CHECK(k.rows <= max_rows_ && v.rows == k.rows, "{} KV rows for {}-row transfer buffers",
@@ -41,8 +52,17 @@ void HostKvAttention::StoreKv(int layer, std::span<const SequenceChunk> chunks, 
             "copying new keys to the offloaded KV cache");
   CheckCuda(cudaMemcpyAsync(values_, v.data, bytes, cudaMemcpyDeviceToHost, stream),
             "copying new values to the offloaded KV cache");
-  CheckCuda(cudaStreamSynchronize(stream), "copying new keys and values to the offloaded KV cache");
-  cache_.StoreChunks(layer, chunks, keys_, values_, k.cols);
+  QueueOnHost(
+      stream,
+      [this, layer, chunks = std::vector<SequenceChunk>(chunks.begin(), chunks.end()),
+       width = k.cols] {
+        try {
+          cache_.StoreChunks(layer, chunks, keys_, values_, width);
+        } catch (const std::exception& error) {
+          Rethrow(error, fmt::format("storing layer {}'s new keys and values in DRAM", layer));
+        }
+      },
+      "queueing the offloaded KV cache's store");
 }
 
 void HostKvAttention::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
@@ -52,21 +72,28 @@ void HostKvAttention::Attention(int layer, std::span<const SequenceChunk> chunks
   const size_t bytes = static_cast<size_t>(q.rows * q.cols) * sizeof(float);
   CheckCuda(cudaMemcpyAsync(queries_, q.data, bytes, cudaMemcpyDeviceToHost, stream),
             "copying queries to the CPU's attention");
-  CheckCuda(cudaStreamSynchronize(stream), "copying queries to the CPU's attention");
-  cpu::AttentionArgs args;
-  args.chunks = chunks;
-  args.q = queries_;
-  args.q_stride = q.cols;
-  args.out = outputs_;
-  args.out_stride = out.cols;
-  args.shape = shape;
-  args.k_slot = [&](int slot) { return cache_.Keys(layer, slot); };
-  args.v_slot = [&](int slot) { return cache_.Values(layer, slot); };
-  cpu::CausalAttention(pool_, args);
+  QueueOnHost(
+      stream,
+      [this, layer, chunks = std::vector<SequenceChunk>(chunks.begin(), chunks.end()), shape,
+       q_stride = q.cols, out_stride = out.cols] {
+        cpu::AttentionArgs args;
+        args.chunks = chunks;
+        args.q = queries_;
+        args.q_stride = q_stride;
+        args.out = outputs_;
+        args.out_stride = out_stride;
+        args.shape = shape;
+        args.k_slot = [&](int slot) { return cache_.Keys(layer, slot); };
+        args.v_slot = [&](int slot) { return cache_.Values(layer, slot); };
+        try {
+          cpu::CausalAttention(pool_, args);
+        } catch (const std::exception& error) {
+          Rethrow(error, fmt::format("layer {}'s attention on the CPU", layer));
+        }
+      },
+      "queueing the CPU's attention");
   CheckCuda(cudaMemcpyAsync(Rows(out), outputs_, bytes, cudaMemcpyHostToDevice, stream),
             "copying the CPU's attention outputs to the GPU");
-  // outputs_ is rewritten by the next layer's attention: wait for this copy out of it.
-  CheckCuda(cudaStreamSynchronize(stream), "copying the CPU's attention outputs to the GPU");
 }
 
 }  // namespace zinf::cuda

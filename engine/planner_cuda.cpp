@@ -1,8 +1,9 @@
 // MakeCudaPlan: three tiers. Device memory holds the KV cache, the activations and a ring of
 // weight slots first, then as many extents as fit resident; the other extents stream every step
 // over PCIe from page-locked DRAM, or from NVMe through pinned staging when DRAM is full too. A
-// decode step takes as long as the slowest of the disk, the PCIe link, device-memory reads and
-// the arithmetic, since copies into the slots overlap compute on the previous layer.
+// decode step takes as long as the slowest of the disk, the PCIe link and the compute stream
+// (device-memory reads or the arithmetic, plus the CPU's attention when the KV cache is
+// offloaded), since copies into the slots overlap compute on the previous layer.
 #include <algorithm>
 #include <optional>
 
@@ -44,13 +45,18 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.compute_seconds_per_step =
       2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
   // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
-  // bound: full contexts), overlapped with the GPU's work.
+  // bound: full contexts). It runs in the compute stream's order, so it adds to the GPU's own
+  // time, while the copy stream and the disk go on streaming the next layers.
   const double cpu_attention_seconds =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
+  const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  const char* stream_bound = cpu_attention_seconds > gpu_seconds ? "cpu-attention"
+                             : plan.memory_seconds_per_step >= plan.compute_seconds_per_step
+                                 ? "hbm"
+                                 : "compute";
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
-                          plan.memory_seconds_per_step, plan.compute_seconds_per_step,
-                          cpu_attention_seconds};
-  const char* names[] = {"disk", "pcie", "hbm", "compute", "cpu-attention"};
+                          gpu_seconds + cpu_attention_seconds};
+  const char* names[] = {"disk", "pcie", stream_bound};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = names[slowest];
   const double step = parts[slowest];

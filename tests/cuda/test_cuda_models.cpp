@@ -191,6 +191,29 @@ TEST_CASE("cuda: with the KV cache offloaded, stories260K's greedy ids are still
   }
 }
 
+TEST_CASE("cuda: offloaded attention queued as stream callbacks keeps the CPU backend's tokens") {
+  // The CPU's attention runs in host callbacks of the compute stream while the host thread queues
+  // the layers after it: micro-batches (a layer's callbacks several times per step), small steps
+  // (prompts spread over several steps) and an int8 cache must still give the
+  // CPU backend's tokens exactly, since each callback is the CPU backend's own code.
+  const std::vector<Request> requests = GoldenRequests(24);
+  for (const DType kv_dtype : {DType::kF32, DType::kI8}) {
+    for (const int micro_batch_tokens : {0, 5}) {
+      EngineSettings cpu;
+      cpu.kv_dtype = kv_dtype;
+      cpu.step_tokens = 16;
+      cpu.micro_batch_tokens = micro_batch_tokens;
+      EngineSettings gpu = cpu;
+      gpu.make_backend = Cuda(cuda::ComputeType::kF32, 1, 3, true);
+      gpu.placement = io::WeightPlacement::kStreamed;
+      INFO("KV " << DTypeName(kv_dtype) << ", micro-batches of " << micro_batch_tokens);
+      const std::vector<Completion> expected = Generate(Stories260K(), requests, cpu);
+      const std::vector<Completion> actual = Generate(Stories260K(), requests, gpu);
+      for (size_t i = 0; i < requests.size(); ++i) CHECK(actual[i].token_ids == expected[i].token_ids);
+    }
+  }
+}
+
 TEST_CASE("cuda: streaming weights through the slot ring gives the resident placement's tokens") {
   const std::vector<Request> requests = GoldenRequests(24);
   EngineSettings resident;

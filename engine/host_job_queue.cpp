@@ -1,0 +1,49 @@
+// HostJobQueue: jobs in a list the runner marks done, freed by the queuing thread.
+#include "engine/host_job_queue.h"
+
+#include "engine/error.h"
+
+namespace zinf {
+
+void* HostJobQueue::Add(std::function<void()> work) {
+  while (!jobs_.empty() && jobs_.front().done.load(std::memory_order_acquire)) jobs_.pop_front();
+  Job& job = jobs_.emplace_back();
+  job.queue = this;
+  job.sequence = added_++;
+  job.work = std::move(work);
+  return &job;
+}
+
+void HostJobQueue::Run(void* opaque) noexcept {
+  Job& job = *static_cast<Job*>(opaque);
+  HostJobQueue& queue = *job.queue;
+  const int64_t expected = queue.ran_.load(std::memory_order_relaxed);
+  if (job.sequence != expected) {
+    queue.RecordFailure(std::make_exception_ptr(Error(fmt::format(
+        "host job {} ran when job {} was due: the stream ran its callbacks out of order",
+        job.sequence, expected))));
+  }
+  if (!queue.failed_.load(std::memory_order_acquire)) {
+    try {
+      job.work();
+    } catch (...) {
+      queue.RecordFailure(std::current_exception());
+    }
+  }
+  job.done.store(true, std::memory_order_release);
+  queue.ran_.store(expected + 1, std::memory_order_release);
+}
+
+void HostJobQueue::RecordFailure(std::exception_ptr error) noexcept {
+  std::lock_guard lock(error_mutex_);
+  if (!error_) error_ = std::move(error);
+  failed_.store(true, std::memory_order_release);
+}
+
+void HostJobQueue::ThrowIfFailed() const {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(error_mutex_);
+  std::rethrow_exception(error_);
+}
+
+}  // namespace zinf
