@@ -194,6 +194,7 @@ void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions&
                                                     : io::WeightPlacement::kStreamed);
   }
   source.prefetch_depth = std::max(plan_.prefetch_depth, 1);
+  source.copy_buffers = kCudaCopyBuffers;  // the staging the plan counted for NVMe extents
   weights_ = io::OpenWeightSource(checkpoint, source);
   for (const std::span<const std::byte> region : weights_->HostMemory()) {
     backend_->UseHostMemory(region);

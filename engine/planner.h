@@ -51,6 +51,10 @@ struct PlannerInputs {
   int max_prefetch_depth = 2;
 };
 
+// A CUDA plan's NVMe staging holds one buffer beyond its prefetch depth + 1 for the GPU still
+// copying out of the extent last released (io::TieredOptions::copy_buffers).
+inline constexpr int kCudaCopyBuffers = 1;
+
 struct Plan {
   std::vector<Tier> placement;  // per extent, in checkpoint order
   int prefetch_depth = 0;

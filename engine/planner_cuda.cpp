@@ -78,7 +78,8 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
       base.device_kv_bytes() + base.activation_bytes + resident + candidate.device_slot_bytes;
   candidate.staging_buffer_bytes =
       planner_detail::LargestOn(extents, candidate.placement, Tier::kNvme);
-  candidate.num_staging_buffers = candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) : 0;
+  candidate.num_staging_buffers =
+      candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) + kCudaCopyBuffers : 0;
   candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
   for (size_t i = 0; i < extents.size(); ++i) {
     if (candidate.placement[i] == Tier::kNvme) {
@@ -143,8 +144,8 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
           if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
         }
         const std::optional<uint64_t> pinned =
-            planner_detail::KeepGreedily(extents, order, host_cap, slots, host_room,
-                                         Tier::kDram, Tier::kNvme, placement);
+            planner_detail::KeepGreedily(extents, order, host_cap, slots + kCudaCopyBuffers,
+                                         host_room, Tier::kDram, Tier::kNvme, placement);
         if (!pinned) continue;
         Plan candidate = Candidate(inputs, plan, std::move(placement), depth, *resident, *pinned);
         if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {

@@ -51,8 +51,10 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
   const bool any_streamed =
       std::count(placements.begin(), placements.end(), WeightPlacement::kStreamed) > 0;
   if (any_streamed) {
-    // Depth d keeps d reads in flight while the forward pass computes on one more extent.
-    const int num_slots = prefetch_depth_ + 1;
+    // Depth d keeps d reads in flight while the forward pass computes on one more extent (and
+    // a device copies out of copy_buffers more).
+    if (options.copy_buffers < 0) Fail("copy buffers must be 0 or more, got {}", options.copy_buffers);
+    const int num_slots = prefetch_depth_ + 1 + options.copy_buffers;
     for (int slot_idx = 0; slot_idx < num_slots; ++slot_idx) {
       staging_buffers_.emplace_back(std::max(staging_bytes, kBufferAlignment), options.staging_lock);
       slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, std::nullopt});

@@ -18,6 +18,11 @@ namespace zinf::io {
 
 struct TieredOptions {
   int prefetch_depth = 1;                  // streamed: extents read ahead of the one acquired
+  // Streamed: extra staging buffers for a device backend still copying out of released ones.
+  // With one, the buffer a Prefetch takes was released two extents ago, so its copy fence finds
+  // that copy done while the copy of the extent just released runs on: the host never waits on
+  // the copy engine (which would leave it idle until the host queued the next copy).
+  int copy_buffers = 0;
   PageLock staging_lock = PageLock::kTryLock;  // staging buffers are few and hot: keep them in RAM
   // The DRAM tier: page-locked when RLIMIT_MEMLOCK (or CAP_IPC_LOCK) allows, so the planner's
   // resident extents are never paged out under memory pressure; one logged warning otherwise.
@@ -28,8 +33,8 @@ struct TieredOptions {
 // Serves each extent from where its placement says:
 //  - kResident: read once at construction (all such extents in flight together), checksum verified
 //    once, kept for the source's lifetime; Acquire returns the kept bytes.
-//  - kStreamed: read on every pass into one of prefetch_depth + 1 staging buffers (one when the
-//    depth is 0), each as large as the largest streamed extent and registered with io_uring once.
+//  - kStreamed: read on every pass into one of prefetch_depth + 1 + copy_buffers staging buffers,
+//    each as large as the largest streamed extent and registered with io_uring once.
 //    Prefetch(i) starts the read into the least recently released free buffer; Acquire(i) waits for
 //    it (starting it first if needed) and verifies the XXH3-64 checksum; Release(i) frees the buffer.
 // Release's CopyFence (a device may still be copying the bytes) is kept with a streamed extent's

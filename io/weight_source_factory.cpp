@@ -18,6 +18,7 @@ std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
   }
   TieredOptions tiered;
   tiered.prefetch_depth = options.prefetch_depth;
+  tiered.copy_buffers = options.copy_buffers;
   tiered.reader.allow_direct_io = options.allow_direct_io;
   tiered.reader.fault_hook = options.fault_hook;
   auto source = std::make_unique<TieredWeightSource>(checkpoint, std::move(placements), tiered);

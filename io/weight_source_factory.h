@@ -20,6 +20,8 @@ struct WeightSourceOptions {
   // Per extent, in checkpoint order (a planner's choice); empty: `placement` for every extent.
   std::vector<WeightPlacement> placements;
   int prefetch_depth = 1;      // streamed: extents read ahead of the one being computed
+  // Streamed: staging buffers beyond prefetch_depth + 1 (see TieredOptions::copy_buffers).
+  int copy_buffers = 0;
   bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
   ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see uring_reader.h
 };

@@ -73,6 +73,10 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
       CHECK(plan.prefetch_depth >= 1);  // at least two slots: copy one while computing the other
       CHECK(plan.device_slot_bytes >= 2 * plan.staging_buffer_bytes);
     }
+    if (row.any_nvme) {  // staging for the reads in flight, the extent computed and its copy
+      CHECK(plan.num_staging_buffers == plan.prefetch_depth + 1 + kCudaCopyBuffers);
+      CHECK(plan.staging_bytes == plan.num_staging_buffers * plan.staging_buffer_bytes);
+    }
     // Every byte is placed once: resident + pinned + streamed = the checkpoint.
     CHECK(plan.resident_bytes + plan.pinned_bytes + plan.streamed_bytes_per_step ==
           model.total_bytes());
@@ -88,6 +92,25 @@ TEST_CASE("cuda planner: the prediction is the slowest part of a step") {
   const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
   CHECK(plan.h2d_seconds_per_step == Approx(moved / 25e9));
   CHECK(plan.predicted_tokens_per_s == Approx(4 / plan.h2d_seconds_per_step));
+}
+
+TEST_CASE("cuda planner: an offloaded cache's CPU attention adds to the compute stream's time") {
+  // The CPU attends in host callbacks of the compute stream: the GPU's work and the CPU's add up,
+  // while the weight copies run beside both.
+  const Checkpoint model = ShippedConfig("opt-30b");
+  PlannerInputs inputs = CudaInputs(model, 16 * kGiB, 128 * kGiB, 16);
+  inputs.workload.kv_offload = true;
+  inputs.bandwidths.h2d_gbps = 25;
+  for (const double dram_gbps : {2.0, 400.0}) {
+    INFO("DRAM read at " << dram_gbps << " GB/s");
+    inputs.bandwidths.dram_read_gbps = dram_gbps;
+    const Plan plan = MakePlan(inputs);
+    const double cpu = static_cast<double>(plan.kv_bytes) / (dram_gbps * 1e9);
+    const double gpu = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+    const double step = std::max({plan.io_seconds_per_step, plan.h2d_seconds_per_step, gpu + cpu});
+    CHECK(plan.predicted_tokens_per_s == Approx(16 / step));
+    CHECK(plan.bound == (dram_gbps < 10 ? "cpu-attention" : "pcie"));
+  }
 }
 
 TEST_CASE("cuda planner: offloaded, larger batches win until the device is full") {

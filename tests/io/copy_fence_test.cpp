@@ -119,6 +119,37 @@ TEST_CASE("a staging buffer's copy fence runs before the buffer takes another re
   }
 }
 
+TEST_CASE("with a copy buffer, reads never wait on the copy of the extent just released", "[io]") {
+  // Without one, the prefetch at extent e takes the buffer e - 1 was released from and waits for
+  // its copy, the one the device is most likely still running; a CUDA plan adds one buffer so
+  // the buffer taken is e - 2's, whose copy ran before e - 1's.
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  const int num_extents = static_cast<int>(weights.contents.size());
+  REQUIRE(num_extents >= 4);
+  const int depth = GENERATE(1, 2);
+  const int copy_buffers = GENERATE(0, 1);
+  INFO("prefetch depth " << depth << ", " << copy_buffers << " copy buffer(s)");
+  TieredOptions options = Options(depth);
+  options.copy_buffers = copy_buffers;
+  const std::vector<WeightPlacement> streamed(num_extents, WeightPlacement::kStreamed);
+  FakeDevice device(weights);
+  TieredWeightSource source(weights.checkpoint, streamed, options);
+  CHECK(source.num_staging_buffers() == depth + 1 + copy_buffers);
+  for (int d = 0; d < depth; ++d) source.Prefetch(d);
+  int waits_on_latest = 0;  // iterations that fenced the copy released just before
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int e = 0; e < num_extents; ++e) {
+      source.Prefetch((e + depth) % num_extents);
+      const ExtentView view = source.Acquire(e);
+      if (!device.copies().empty() && device.copies().back().fence_calls > 0) ++waits_on_latest;
+      source.Release(e, device.Fence(e, view));
+    }
+  }
+  // Without one, every iteration after the first (whose prefetch takes the last fresh buffer).
+  CHECK(waits_on_latest == (copy_buffers == 0 ? 2 * num_extents - 1 : 0));
+}
+
 TEST_CASE("resident extents' copy fences are dropped, never called", "[io]") {
   SyntheticWeights weights;
   testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
