@@ -67,7 +67,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
                "GiB + activations {:.2f} GiB = {:.2f} GiB\n",
                plan.resident_bytes / kGiB, plan.device_slot_bytes / kGiB,
                plan.device_kv_bytes() / kGiB, plan.activation_bytes / kGiB, plan.device_bytes / kGiB);
-    fmt::print("DRAM       pinned weights {:.2f} GiB + NVMe staging {:.2f} GiB + offloaded KV cache "
+    fmt::print("DRAM       pinned weights {:.2f} GiB + staging {:.2f} GiB + offloaded KV cache "
                "{:.2f} GiB = {:.2f} GiB\n",
                plan.pinned_bytes / kGiB, plan.staging_bytes / kGiB,
                (plan.kv_bytes - plan.device_kv_bytes()) / kGiB, plan.total_dram_bytes() / kGiB);
@@ -91,9 +91,14 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     fmt::print("rates      disk {:.1f} GB/s, PCIe {:.1f} GB/s, device memory {:.0f} GB/s, device "
                "{:.0f} TFLOP/s (assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops)\n",
                bw.disk_read_gbps, bw.h2d_gbps, bw.device_gbps, bw.device_tflops);
-    fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s\n",
+    fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s",
                plan.io_seconds_per_step, plan.h2d_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step);
+    if (plan.kv_tier == Tier::kDram) {
+      fmt::print(", CPU attention {:.3f} s (after the GPU's, on its stream)",
+                 plan.cpu_attention_seconds_per_step);
+    }
+    fmt::print("\n");
   } else {
     fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s ({})\n",
                bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops,

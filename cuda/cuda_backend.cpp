@@ -27,6 +27,19 @@ namespace {
 
 float* Floats(Tensor t) { return static_cast<float*>(t.data); }
 
+// Every chunk names a slot of the cache and fits its context; checked on the host thread before
+// anything is queued, offloaded or not, so a bad batch fails at once and the same way.
+void CheckChunks(const KvCacheShape& shape, std::span<const SequenceChunk> chunks) {
+  for (const SequenceChunk& chunk : chunks) {
+    ZINF_CHECK(chunk.kv_slot >= 0 && chunk.kv_slot < shape.num_slots, "KV slot {} of {}",
+               chunk.kv_slot, shape.num_slots);
+    ZINF_CHECK(chunk.start_position >= 0 &&
+                   chunk.start_position + chunk.num_tokens <= shape.max_context,
+               "sequence of {} positions exceeds the KV cache ({})",
+               chunk.start_position + chunk.num_tokens, shape.max_context);
+  }
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,
@@ -40,6 +53,17 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
     Fail("--gpu {} does not exist: this machine has {} CUDA device(s)", options.device, device_count);
   }
   CheckCuda(cudaSetDevice(options.device), "selecting the GPU");
+  if (options.kv_offload) {
+    // The CPU's attention wants every core: the host thread should sleep while it waits for the
+    // GPU (a step's logits, a copy fence), not spin as it does by default with one context.
+    if (const cudaError_t status = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+        status != cudaSuccess) {
+      cudaGetLastError();
+      spdlog::warn("could not make the host thread sleep while it waits for the GPU ({}); it "
+                   "will spin beside the CPU's attention",
+                   cudaGetErrorString(status));
+    }
+  }
   cudaDeviceProp properties{};
   CheckCuda(cudaGetDeviceProperties(&properties, options.device), "reading the GPU's properties");
   name_ = fmt::format("cuda ({}, sm_{}{}, {} compute)", properties.name, properties.major,
@@ -156,14 +180,9 @@ kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
   }
   int rows = 0;
   for (const SequenceChunk& chunk : chunks) rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
+  CheckChunks(kv_shape_, chunks);
   std::vector<int> slots(rows, -1), positions(rows, 0);  // rows of no chunk stay untouched
   for (const SequenceChunk& chunk : chunks) {
-    ZINF_CHECK(chunk.kv_slot >= 0 && chunk.kv_slot < kv_shape_.num_slots, "KV slot {} of {}",
-               chunk.kv_slot, kv_shape_.num_slots);
-    ZINF_CHECK(chunk.start_position >= 0 &&
-                   chunk.start_position + chunk.num_tokens <= kv_shape_.max_context,
-               "sequence of {} positions exceeds the KV cache ({})",
-               chunk.start_position + chunk.num_tokens, kv_shape_.max_context);
     for (int i = 0; i < chunk.num_tokens; ++i) {
       slots[chunk.token_offset + i] = chunk.kv_slot;
       positions[chunk.token_offset + i] = chunk.start_position + i;
@@ -374,7 +393,10 @@ void CudaBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) 
 void CudaBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
   const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
   ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols, kv_dim);
-  if (host_kv_) return host_kv_->StoreKv(layer, chunks, k, v, stream_);
+  if (host_kv_) {
+    CheckChunks(kv_shape_, chunks);
+    return host_kv_->StoreKv(layer, chunks, k, v, stream_);
+  }
   const kn::RowMap map = UploadRowMap(chunks);
   CheckCuda(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
 }
@@ -393,7 +415,10 @@ void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Te
   ZINF_CHECK(q.cols == static_cast<int64_t>(shape.num_heads) * shape.head_dim &&
                  out.cols == q.cols,
              "attention widths {} / {}", q.cols, out.cols);
-  if (host_kv_) return host_kv_->Attention(layer, chunks, q, shape, out, stream_);
+  if (host_kv_) {
+    CheckChunks(kv_shape_, chunks);
+    return host_kv_->Attention(layer, chunks, q, shape, out, stream_);
+  }
   const kn::RowMap map = UploadRowMap(chunks);
   CheckCuda(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
                          Floats(out), stream_),
@@ -428,9 +453,9 @@ void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
             "copying results to the host");
   // Errors of any kernel queued since the last wait surface here.
   CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
-  if (host_kv_) host_kv_->ThrowIfFailed();  // the CPU's part of the step, run as callbacks
   // Every copy queued so far fed this stream, so all have finished: their times cost no wait now.
   CountCompletedCopies();
+  if (host_kv_) host_kv_->ThrowIfFailed();  // the CPU's part of the step, run as callbacks
 }
 
 void CudaBackend::CopyFromHost(std::span<const float> host, Tensor x) {

@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,7 +139,9 @@ class CudaBackend final : public Backend {
   // Timings are read after a step's final synchronisation, not per extent, which would wait:
   TransferStats transfer_stats_;       // copies counted so far
   std::vector<Copy> copies_in_flight_;  // queued since, oldest first
-  std::vector<Copy> spare_copies_;
+  // Reused oldest first: a copy's events then serve again only after every later copy's have, so
+  // a fence called late waits on the latest possible copy, never the one just queued.
+  std::deque<Copy> spare_copies_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16

@@ -108,8 +108,8 @@ CudaBackend::Copy CudaBackend::NewCopy() {
 CudaBackend::Copy CudaBackend::TakeSpareCopy() {
   // Runs dry only when steps end without a synchronisation (no logits wanted) and copies pile up.
   if (spare_copies_.empty()) return NewCopy();
-  Copy copy = std::move(spare_copies_.back());
-  spare_copies_.pop_back();
+  Copy copy = std::move(spare_copies_.front());
+  spare_copies_.pop_front();
   return copy;
 }
 

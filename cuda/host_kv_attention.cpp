@@ -32,6 +32,8 @@ HostKvAttention::HostKvAttention(const KvCacheShape& shape, int64_t max_rows, in
 }
 
 HostKvAttention::~HostKvAttention() {
+  // The stream has synchronised; after an error it may have returned while a callback still ran.
+  jobs_.WaitWhileRunning();
   for (float* buffer : {keys_, values_, queries_, outputs_}) cudaFreeHost(buffer);
 }
 
@@ -40,7 +42,10 @@ HostKvAttention::~HostKvAttention() {
 // Callbacks may not call CUDA, and neither do these.
 void HostKvAttention::QueueOnHost(cudaStream_t stream, std::function<void()> work,
                                   const char* what) {
-  CheckCuda(cudaLaunchHostFunc(stream, &HostJobQueue::Run, jobs_.Add(std::move(work))), what);
+  void* job = jobs_.Add(std::move(work));
+  const cudaError_t status = cudaLaunchHostFunc(stream, &HostJobQueue::Run, job);
+  if (status != cudaSuccess) jobs_.CancelLast();
+  CheckCuda(status, what);
 }
 
 void HostKvAttention::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v,

@@ -1,6 +1,8 @@
 // HostJobQueue: jobs in a list the runner marks done, freed by the queuing thread.
 #include "engine/host_job_queue.h"
 
+#include <thread>
+
 #include "engine/error.h"
 
 namespace zinf {
@@ -14,10 +16,23 @@ void* HostJobQueue::Add(std::function<void()> work) {
   return &job;
 }
 
+void HostJobQueue::CancelLast() {
+  ZINF_CHECK(!jobs_.empty() && jobs_.back().sequence == added_ - 1 &&
+                 ran_.load(std::memory_order_acquire) < added_,
+             "no job to take back");
+  jobs_.pop_back();
+  --added_;
+}
+
+void HostJobQueue::WaitWhileRunning() const {
+  while (running_.load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
 void HostJobQueue::Run(void* opaque) noexcept {
   Job& job = *static_cast<Job*>(opaque);
   HostJobQueue& queue = *job.queue;
-  const int64_t expected = queue.ran_.load(std::memory_order_relaxed);
+  queue.running_.store(true, std::memory_order_release);
+  const int64_t expected = queue.ran_.load(std::memory_order_acquire);
   if (job.sequence != expected) {
     queue.RecordFailure(std::make_exception_ptr(Error(fmt::format(
         "host job {} ran when job {} was due: the stream ran its callbacks out of order",
@@ -32,6 +47,7 @@ void HostJobQueue::Run(void* opaque) noexcept {
   }
   job.done.store(true, std::memory_order_release);
   queue.ran_.store(expected + 1, std::memory_order_release);
+  queue.running_.store(false, std::memory_order_release);
 }
 
 void HostJobQueue::RecordFailure(std::exception_ptr error) noexcept {

@@ -20,6 +20,9 @@ class HostJobQueue {
   // Queues `work` (which keeps whatever it captured until it has run); the result is the argument
   // for Run. Jobs that have run are freed here, on the queuing thread.
   void* Add(std::function<void()> work);
+  // Takes back the job Add just returned, when it could not be handed to the runner (a failed
+  // launch): otherwise it would wait forever and every later job would run "out of order".
+  void CancelLast();
   // Runs one job, on the runner's thread. A job that throws fails the queue: its error is kept
   // and every later job is skipped, since each builds on its predecessors' results. A job run
   // out of order fails the queue too.
@@ -29,6 +32,10 @@ class HostJobQueue {
   void ThrowIfFailed() const;
   // Jobs queued and not yet run.
   int64_t pending() const { return added_ - ran_.load(std::memory_order_acquire); }
+  // Returns once no job is running. A runner that stopped early (a CUDA context lost to an error
+  // drops its callbacks) leaves jobs pending forever, so destruction waits for this, not for
+  // pending() to reach 0.
+  void WaitWhileRunning() const;
 
  private:
   struct Job {
@@ -42,6 +49,7 @@ class HostJobQueue {
   std::list<Job> jobs_;  // oldest first; a list, so a queued job's address stays put
   int64_t added_ = 0;
   std::atomic<int64_t> ran_{0};  // also the sequence number the next job to run must carry
+  std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;
   std::exception_ptr error_;

@@ -30,8 +30,9 @@ std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& 
                                                  const std::vector<size_t>& order, uint64_t cap,
                                                  int buffers, uint64_t room) {
   std::vector<Tier> placement(extents.size(), Tier::kNvme);
-  if (!planner_detail::KeepGreedily(extents, order, cap, buffers, room, Tier::kDevice, Tier::kNvme,
-                                    placement)) {
+  if (!planner_detail::KeepGreedily(extents, order, cap,
+                                    planner_detail::RingOf(extents, buffers, Tier::kNvme), room,
+                                    Tier::kDevice, Tier::kNvme, placement)) {
     return std::nullopt;
   }
   return placement;

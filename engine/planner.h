@@ -51,8 +51,8 @@ struct PlannerInputs {
   int max_prefetch_depth = 2;
 };
 
-// A CUDA plan's NVMe staging holds one buffer beyond its prefetch depth + 1 for the GPU still
-// copying out of the extent last released (io::TieredOptions::copy_buffers).
+// With extents on NVMe, a CUDA plan's staging holds one buffer beyond its prefetch depth + 1 for
+// the GPU still copying out of the extent last released (io::TieredOptions::copy_buffers).
 inline constexpr int kCudaCopyBuffers = 1;
 
 struct Plan {
@@ -73,6 +73,7 @@ struct Plan {
   uint64_t device_slot_bytes = 0;    // the ring of device weight slots the copies land in
   uint64_t device_bytes = 0;         // device memory used: resident + slots + KV + activations
   double h2d_seconds_per_step = 0;
+  double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
   // Decode-step prediction: the step takes as long as the slowest of reading the streamed
   // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
   double io_seconds_per_step = 0;
@@ -92,6 +93,21 @@ struct Plan {
   // One line for logs and bench output.
   std::string Summary() const;
 };
+
+// The staging ring the weight source holds in DRAM under a CUDA placement (cmd/engine_session.cpp):
+// device-resident extents pass through it once, on their way to the GPU, and NVMe ones every
+// step, so its buffers are as large as the largest of either; max(depth, 1) + 1 of them, plus
+// copy_buffers (kCudaCopyBuffers) when any extent is on NVMe. None when neither kind exists.
+struct CudaStaging {
+  int buffers = 0;  // copy_buffers included
+  int copy_buffers = 0;
+  uint64_t buffer_bytes = 0;
+  uint64_t bytes() const { return buffers * buffer_bytes; }
+};
+CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
+                           const std::vector<Tier>& placement, int prefetch_depth);
+// Sets plan's staging fields to CudaStagingFor its placement and prefetch depth.
+void SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan);
 
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);

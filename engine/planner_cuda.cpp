@@ -47,8 +47,9 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
   // bound: full contexts). It runs in the compute stream's order, so it adds to the GPU's own
   // time, while the copy stream and the disk go on streaming the next layers.
-  const double cpu_attention_seconds =
+  plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
+  const double cpu_attention_seconds = plan.cpu_attention_seconds_per_step;
   const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
   const char* stream_bound = cpu_attention_seconds > gpu_seconds ? "cpu-attention"
                              : plan.memory_seconds_per_step >= plan.compute_seconds_per_step
@@ -76,11 +77,7 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   candidate.device_slot_bytes = slots * LargestMoved(extents, candidate.placement);
   candidate.device_bytes =
       base.device_kv_bytes() + base.activation_bytes + resident + candidate.device_slot_bytes;
-  candidate.staging_buffer_bytes =
-      planner_detail::LargestOn(extents, candidate.placement, Tier::kNvme);
-  candidate.num_staging_buffers =
-      candidate.staging_buffer_bytes > 0 ? static_cast<int>(slots) + kCudaCopyBuffers : 0;
-  candidate.staging_bytes = candidate.num_staging_buffers * candidate.staging_buffer_bytes;
+  SetCudaStaging(extents, candidate);
   for (size_t i = 0; i < extents.size(); ++i) {
     if (candidate.placement[i] == Tier::kNvme) {
       candidate.streamed_bytes_per_step += extents[i].padded_bytes;
@@ -91,6 +88,25 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
 }
 
 }  // namespace
+
+CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
+                           const std::vector<Tier>& placement, int prefetch_depth) {
+  const uint64_t largest_nvme = planner_detail::LargestOn(extents, placement, Tier::kNvme);
+  CudaStaging staging;
+  staging.buffer_bytes =
+      std::max(largest_nvme, planner_detail::LargestOn(extents, placement, Tier::kDevice));
+  if (staging.buffer_bytes == 0) return staging;
+  staging.copy_buffers = largest_nvme > 0 ? kCudaCopyBuffers : 0;
+  staging.buffers = std::max(prefetch_depth, 1) + 1 + staging.copy_buffers;
+  return staging;
+}
+
+void SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan) {
+  const CudaStaging staging = CudaStagingFor(extents, plan.placement, plan.prefetch_depth);
+  plan.num_staging_buffers = staging.buffers;
+  plan.staging_buffer_bytes = staging.buffer_bytes;
+  plan.staging_bytes = staging.bytes();
+}
 
 Plan MakeCudaPlan(const PlannerInputs& inputs) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
@@ -117,6 +133,7 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
     plan.placement.assign(extents.size(), Tier::kDevice);
     plan.resident_bytes = checkpoint.total_bytes();
     plan.device_bytes = device_fixed + plan.resident_bytes;
+    SetCudaStaging(extents, plan);  // for the one pass that brings the weights to the device
     PredictCuda(inputs, plan);
     return plan;  // everything fits the device: offload is pointless
   }
@@ -136,16 +153,18 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
     for (uint64_t device_cap : caps) {
       std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
       const std::optional<uint64_t> resident = planner_detail::KeepGreedily(
-          extents, order, device_cap, slots, device_room, Tier::kDevice, Tier::kDram, on_device);
+          extents, order, device_cap, planner_detail::RingOf(extents, slots, Tier::kDram),
+          device_room, Tier::kDevice, Tier::kDram, on_device);
       if (!resident) continue;
       for (uint64_t host_cap : caps) {
         std::vector<Tier> placement = on_device;
         for (Tier& tier : placement) {
           if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
         }
-        const std::optional<uint64_t> pinned =
-            planner_detail::KeepGreedily(extents, order, host_cap, slots + kCudaCopyBuffers,
-                                         host_room, Tier::kDram, Tier::kNvme, placement);
+        const std::optional<uint64_t> pinned = planner_detail::KeepGreedily(
+            extents, order, host_cap,
+            [&](const std::vector<Tier>& p) { return CudaStagingFor(extents, p, depth).bytes(); },
+            host_room, Tier::kDram, Tier::kNvme, placement);
         if (!pinned) continue;
         Plan candidate = Candidate(inputs, plan, std::move(placement), depth, *resident, *pinned);
         if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {

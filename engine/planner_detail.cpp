@@ -49,14 +49,18 @@ std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
   return sizes;
 }
 
+RingBytes RingOf(const std::vector<ExtentInfo>& extents, int buffers, Tier tier) {
+  return [&extents, buffers, tier](const std::vector<Tier>& placement) {
+    return buffers * LargestOn(extents, placement, tier);
+  };
+}
+
 std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
-                                     const std::vector<size_t>& order, uint64_t cap, int buffers,
-                                     uint64_t room, Tier kept, Tier moved,
+                                     const std::vector<size_t>& order, uint64_t cap,
+                                     const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
                                      std::vector<Tier>& placement) {
   uint64_t kept_bytes = 0;
-  auto fits = [&](uint64_t bytes) {
-    return bytes + buffers * LargestOn(extents, placement, moved) <= room;
-  };
+  auto fits = [&](uint64_t bytes) { return bytes + ring(placement) <= room; };
   for (size_t idx : order) {
     if (placement[idx] != moved || extents[idx].padded_bytes <= cap) continue;
     placement[idx] = kept;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,15 +30,20 @@ uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tie
 std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
                                     const std::vector<size_t>& order);
 
-// Moves extents from tier `moved` to tier `kept` within a budget that also holds a ring of
-// `buffers` buffers sized to the largest extent left on `moved`: first every extent larger than
-// `cap`, then, in `order`, each further one while kept bytes + ring ≤ room. Returns the kept
-// bytes, or nullopt when the forced extents and their ring do not fit. The cap matters when a few
-// extents are much larger than the rest (a 32k-vocabulary embedding and head beside small layers):
-// one at a time, the first of them never fits, since the second, still moved, sizes the ring.
+// The bytes of the buffers a placement needs beside its kept extents (a staging ring, slots).
+using RingBytes = std::function<uint64_t(const std::vector<Tier>& placement)>;
+// A ring of `buffers` buffers sized to the largest extent on `tier`.
+RingBytes RingOf(const std::vector<ExtentInfo>& extents, int buffers, Tier tier);
+
+// Moves extents from tier `moved` to tier `kept` within a budget that also holds `ring` (sized by
+// what is left on `moved`): first every extent larger than `cap`, then, in `order`, each further
+// one while kept bytes + ring ≤ room. Returns the kept bytes, or nullopt when the forced extents
+// and their ring do not fit. The cap matters when a few extents are much larger than the rest (a
+// 32k-vocabulary embedding and head beside small layers): one at a time, the first of them never
+// fits, since the second, still moved, sizes the ring.
 std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
-                                     const std::vector<size_t>& order, uint64_t cap, int buffers,
-                                     uint64_t room, Tier kept, Tier moved,
+                                     const std::vector<size_t>& order, uint64_t cap,
+                                     const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
                                      std::vector<Tier>& placement);
 
 // Parameters that take part in matrix products (the embedding table is a lookup).

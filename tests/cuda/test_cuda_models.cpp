@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
+#include "engine/planner.h"
 #include "tests/engine/harness.h"
 #include "tests/support/golden_files.h"
 #include "tests/support/random_checkpoint.h"
@@ -206,6 +207,7 @@ TEST_CASE("cuda: offloaded attention queued as stream callbacks keeps the CPU ba
       EngineSettings gpu = cpu;
       gpu.make_backend = Cuda(cuda::ComputeType::kF32, 1, 3, true);
       gpu.placement = io::WeightPlacement::kStreamed;
+      gpu.copy_buffers = kCudaCopyBuffers;
       INFO("KV " << DTypeName(kv_dtype) << ", micro-batches of " << micro_batch_tokens);
       const std::vector<Completion> expected = Generate(Stories260K(), requests, cpu);
       const std::vector<Completion> actual = Generate(Stories260K(), requests, gpu);

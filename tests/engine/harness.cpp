@@ -50,6 +50,7 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   io::WeightSourceOptions source_options;
   source_options.placement = settings.placement;
   source_options.prefetch_depth = settings.prefetch_depth;
+  source_options.copy_buffers = settings.copy_buffers;
   auto weights = io::OpenWeightSource(model.checkpoint, source_options);
   ModelLimits limits;
   limits.max_sequences = settings.batch_size;

@@ -25,6 +25,7 @@ using BackendFactory =
 struct EngineSettings {
   io::WeightPlacement placement = io::WeightPlacement::kResident;
   int prefetch_depth = 1;
+  int copy_buffers = 0;  // staging beyond prefetch_depth + 1 (a CUDA plan's kCudaCopyBuffers)
   int batch_size = 8;
   int step_tokens = 512;
   int threads = 2;

@@ -85,9 +85,25 @@ TEST_CASE("a host job keeps what it captured until it has run; the next Add free
   HostJobQueue::Run(job);
   CHECK(sum == 21);
   CHECK(queue.pending() == 0);
-  CHECK_FALSE(watch.expired());  // freed by the queuing thread, not the runner
+  CHECK_FALSE(watch.expired());  // not freed inside Run: the runner frees nothing
   HostJobQueue::Run(queue.Add([] {}));
   CHECK(watch.expired());
+}
+
+TEST_CASE("a host job taken back after a failed launch does not hold up the ones after it") {
+  HostJobQueue queue;
+  std::vector<int> ran;
+  void* first = queue.Add([&] { ran.push_back(0); });
+  queue.Add([&] { ran.push_back(-1); });  // its launch "failed"
+  queue.CancelLast();
+  void* next = queue.Add([&] { ran.push_back(1); });
+  CHECK(queue.pending() == 2);
+  HostJobQueue::Run(first);
+  HostJobQueue::Run(next);
+  CHECK(ran == std::vector<int>{0, 1});
+  CHECK(queue.pending() == 0);
+  CHECK_NOTHROW(queue.ThrowIfFailed());
+  CHECK_THROWS_WITH(queue.CancelLast(), Catch::Contains("no job to take back"));
 }
 
 TEST_CASE("a failed host job skips every later one and is reported on each check") {
