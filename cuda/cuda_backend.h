@@ -51,6 +51,10 @@ double MeasurePinnedH2DGbps(int device, uint64_t bytes);
 
 // Device memory the backend takes for a run: weights (resident), KV cache, activations and
 // scratch, in one allocation made at construction.
+// Entries of each small device int array (positions, row maps, token ids) the backend keeps, so
+// that micro-batches taking turns within a layer find theirs already on the device.
+inline constexpr int kDeviceIntsEntries = 4;
+
 struct CudaMemoryPlan {
   uint64_t weight_bytes = 0;  // resident extents, plus the streaming slots
   uint64_t slot_bytes = 0;    // one streaming slot: the largest streamed extent (0: none)

@@ -66,12 +66,20 @@ class CudaBackend final : public Backend {
   void CopyFromHost(std::span<const float> host, Tensor x) override;
 
  private:
-  // A device int array refilled from the host when its contents change: the same positions and
-  // row maps serve every layer of a step, so they cross PCIe once per step.
+  // Device int arrays refilled from the host only when no entry holds the contents asked for:
+  // the same positions and row maps serve every layer of a step, once per micro-batch, and the
+  // micro-batches take turns within each layer, so with kDeviceIntsEntries entries each crosses
+  // PCIe once per step. Repeats matter more than their bytes: from pageable memory the driver may
+  // wait for the stream before it copies, which would stall the host behind queued work.
   struct DeviceInts {
-    int* data = nullptr;
-    size_t capacity = 0;
-    std::vector<int> host;  // what `data` holds
+    struct Entry {
+      int* data = nullptr;
+      std::vector<int> host;  // what `data` holds
+      uint64_t last_use = 0;
+    };
+    std::vector<Entry> entries;
+    size_t capacity = 0;  // ints per entry
+    uint64_t uses = 0;
   };
   struct GemmOperand {
     const void* data;

@@ -87,7 +87,8 @@ CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& l
   const int64_t widest_input = std::max({c.hidden_size, c.q_dim(), c.intermediate_size, c.embed_dim()});
   const int64_t input_rows = std::max<int64_t>(limits.max_tokens_per_step, limits.logit_rows());
   plan.gemm_input_bytes = static_cast<uint64_t>(input_rows) * widest_input * 4;
-  const uint64_t row_maps = static_cast<uint64_t>(limits.max_tokens_per_step + limits.logit_rows()) * 4 * 4;
+  const uint64_t row_maps = static_cast<uint64_t>(limits.max_tokens_per_step + limits.logit_rows()) *
+                            4 * 4 * kDeviceIntsEntries;
   const uint64_t rope_table = static_cast<uint64_t>(limits.max_context) * (c.head_dim / 2) * 4;
   plan.scratch_bytes = Aligned(plan.gemm_input_bytes) + Aligned(plan.matrix_scratch_bytes) + Aligned(row_maps) +
                        2 * Aligned(rope_table) + kCublasWorkspaceBytes + 8 * kPoolAlignment;
