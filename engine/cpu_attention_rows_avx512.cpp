@@ -224,7 +224,7 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   for (int q = 0; q < kAttentionBlockQueries; ++q) {
     const int query = std::min(q, block.num_queries - 1);
     w[q] = weights + query * weight_stride;
-    num_keys[q] = block.first_num_keys + query;
+    num_keys[q] = block.num_keys(query);
   }
   const int kv_head = block.kv_head, head_dim = block.head_dim;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;

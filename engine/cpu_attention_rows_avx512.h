@@ -1,6 +1,7 @@
-// The AVX-512 attention loops for a block of consecutive query tokens of one head (prefill): each
-// key and value row loaded once serves the whole block, while every query keeps the operation
-// sequence of cpu_attention_rows.h's single-query loops, so the bits are the same.
+// The AVX-512 attention loops for a block of queries over one KV head — consecutive tokens of one
+// head (prefill), or the query heads sharing a KV head at one token (decode with grouped-query
+// attention): each key and value row loaded once serves the whole block, while every query keeps
+// the operation sequence of cpu_attention_rows.h's single-query loops, so the bits are the same.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +13,19 @@ namespace zinf::cpu {
 // Queries per block: four pairs, two queries per 512-bit register.
 inline constexpr int kAttentionBlockQueries = 8;
 
-// Consecutive query tokens of one head: query q < num_queries (≤ kAttentionBlockQueries) sees
-// keys [0, first_num_keys + q) of KV head kv_head.
+// Query q < num_queries (≤ kAttentionBlockQueries) sees keys [0, first_num_keys + q · keys_step)
+// of KV head kv_head: keys_step 1 for consecutive tokens of one head, 0 for heads of one token.
 struct QueryBlock {
   const float* query = nullptr;  // query q's head_dim floats at query + q · query_stride
   int64_t query_stride = 0;
   int num_queries = 0;
   int first_num_keys = 0;
+  int keys_step = 1;
   int kv_head = 0;
   int head_dim = 0;
 
-  int last_num_keys() const { return first_num_keys + num_queries - 1; }
+  int num_keys(int q) const { return first_num_keys + q * keys_step; }
+  int last_num_keys() const { return num_keys(num_queries - 1); }
 };
 
 // ScoreKeys for each query of the block, all over keys [0, last_num_keys()): query q's at scores

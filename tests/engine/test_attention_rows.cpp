@@ -197,4 +197,57 @@ TEST_CASE("attention: every level gives the portable bits, AVX-512 query blocks 
   }
 }
 
+TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX-512 head blocks") {
+  // Grouped-query attention at decode: the query heads sharing a KV head go through the block
+  // loops together (keys_step 0), up to 8 at a time, whenever the batch leaves enough blocks for
+  // the threads; per query the operations are the one-query loops', so every level agrees.
+  const cpu::CpuIsa best = cpu::BestCpuIsa();
+  if (best < cpu::CpuIsa::kAvx512) WARN("no AVX-512 on this CPU: its head blocks are not compared");
+  if (best == cpu::CpuIsa::kPortable) return;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ThreadPool pool(2);
+  const int num_kv_heads = 2;
+  for (int group : {2, 3, 4, 8, 12}) {
+    const int num_heads = group * num_kv_heads;
+    for (int head_dim : {8, 13, 64, 128}) {
+      TestKv kv(num_kv_heads, head_dim, rng);
+      const float inf = std::numeric_limits<float>::infinity();
+      kv.f32[1][(TestKv::kPositions + 4) * kv.RowStride() + head_dim + 2] = inf;  // a value
+      kv.f32[0][(TestKv::kPositions + 2) * kv.RowStride() + 1] = -0.0f;
+      const int64_t width = int64_t{num_heads} * head_dim;
+      std::vector<float> q(16 * width);
+      for (float& v : q) v = normal(rng);
+      for (bool int8 : {false, true}) {
+        cpu::AttentionArgs args;
+        args.q = q.data();
+        args.q_stride = width;
+        args.out_stride = width;
+        args.shape = {num_heads, num_kv_heads, head_dim, 1.0f / std::sqrt(float(head_dim))};
+        args.k_slot = [&](int slot) { return kv.Rows(0, slot, int8); };
+        args.v_slot = [&](int slot) { return kv.Rows(1, slot, int8); };
+        // Six decode tokens (enough blocks to group), with a prefill chunk among them; then a
+        // lone decode token (too few blocks: head by head).
+        const std::vector<SequenceChunk> batches[] = {
+            {{0, 0, 1, 0}, {1, 4, 1, 1}, {0, 9, 3, 2}, {1, 31, 1, 5}, {0, 64, 1, 6},
+             {1, 70, 1, 7}, {0, 99, 1, 8}},
+            {{1, 57, 1, 0}}};
+        for (const std::vector<SequenceChunk>& chunks : batches) {
+          INFO("group " << group << " head_dim " << head_dim << " int8 " << int8 << ", "
+                        << chunks.size() << " chunks");
+          args.chunks = chunks;
+          const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
+          std::vector<float> portable(size, -1.0f), avx512(size, -2.0f);
+          args.out = portable.data();
+          cpu::CausalAttention(pool, args, cpu::CpuIsa::kPortable);
+          args.out = avx512.data();
+          if (best < cpu::CpuIsa::kAvx512) continue;
+          cpu::CausalAttention(pool, args, cpu::CpuIsa::kAvx512);
+          CHECK(std::memcmp(portable.data(), avx512.data(), size * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace zinf
