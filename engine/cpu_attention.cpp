@@ -1,12 +1,13 @@
 // CausalAttention: scores, a max-subtracted softmax and the weighted sum of values, per query head
 // (the loops over keys and values are in cpu_attention_rows.h, and for blocks of queries at the
-// AVX-512 level in cpu_attention_rows_avx512.h).
+// AVX-512 and AVX2 levels in cpu_attention_rows_avx512.h and cpu_attention_rows_avx2_blocks.h).
 #include "engine/cpu_attention.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "engine/cpu_attention_rows.h"
+#include "engine/cpu_attention_rows_avx2_blocks.h"
 #include "engine/cpu_attention_rows_avx512.h"
 
 namespace zinf::cpu {
@@ -65,26 +66,35 @@ void AttendOneByOne(const AttentionArgs& args, const WorkItem& item, std::vector
   }
 }
 
-// The same per-query operations, with the key and value loads shared by the block.
-void AttendBlockAvx512(const AttentionArgs& args, const WorkItem& item,
-                       std::vector<float>& scores) {
+// The same per-query operations, with the key and value loads shared by the block (isa kAvx512
+// or kAvx2).
+void AttendBlock(const AttentionArgs& args, const WorkItem& item, std::vector<float>& scores,
+                 CpuIsa isa) {
   const ItemView view = ViewItem(args, item);
   const QueryBlock& block = view.block;
   const int64_t stride = (block.last_num_keys() + 15) / 16 * 16;
   scores.resize(kAttentionBlockQueries * stride);
-  ScoreKeysBlockAvx512(block, view.keys, args.shape.scale, scores.data(), stride);
-  for (int t = 0; t < block.num_queries; ++t) {
-    Softmax(scores.data() + t * stride, block.num_keys(t), CpuIsa::kAvx512);
+  if (isa >= CpuIsa::kAvx512) {
+    ScoreKeysBlockAvx512(block, view.keys, args.shape.scale, scores.data(), stride);
+  } else {
+    ScoreKeysBlockAvx2(block, view.keys, args.shape.scale, scores.data(), stride);
   }
-  WeightValuesBlockAvx512(block, scores.data(), stride, view.values, view.out, view.out_stride);
+  for (int t = 0; t < block.num_queries; ++t) {
+    Softmax(scores.data() + t * stride, block.num_keys(t), isa);
+  }
+  if (isa >= CpuIsa::kAvx512) {
+    WeightValuesBlockAvx512(block, scores.data(), stride, view.values, view.out, view.out_stride);
+  } else {
+    WeightValuesBlockAvx2(block, scores.data(), stride, view.values, view.out, view.out_stride);
+  }
 }
 
-// Query heads per decode item: at AVX-512 the heads sharing a KV head (grouped-query attention)
+// Query heads per decode item: from AVX2 up the heads sharing a KV head (grouped-query attention)
 // in blocks, so each key and value row is read once for all of them, unless that would leave
 // too few items to keep every thread busy (the bits are the same either way).
 int HeadsPerDecodeItem(const AttentionArgs& args, int num_threads, CpuIsa isa) {
   const int group = args.shape.num_heads / args.shape.num_kv_heads;
-  if (isa < CpuIsa::kAvx512 || group < 2) return 1;
+  if (isa < CpuIsa::kAvx2 || group < 2) return 1;
   const int heads = std::min(group, kAttentionBlockQueries);
   int64_t decode_chunks = 0;
   for (const SequenceChunk& chunk : args.chunks) decode_chunks += chunk.num_tokens == 1 ? 1 : 0;
@@ -95,10 +105,10 @@ int HeadsPerDecodeItem(const AttentionArgs& args, int num_threads, CpuIsa isa) {
 }  // namespace
 
 void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa) {
-  // Below AVX-512 every block is one token of one head. At AVX-512 a block of one (a chunk's last
-  // token, or a decode token of a model without grouped heads) takes the one-query loops: it has
-  // nothing to share.
-  const int block_tokens = isa >= CpuIsa::kAvx512 ? kAttentionBlockQueries : 1;
+  // At the portable level every block is one token of one head. From AVX2 up a block of one (a
+  // chunk's last token, or a decode token of a model without grouped heads) takes the one-query
+  // loops: it has nothing to share.
+  const int block_tokens = isa >= CpuIsa::kAvx2 ? kAttentionBlockQueries : 1;
   const int decode_heads = HeadsPerDecodeItem(args, pool.num_threads(), isa);
   const int group = args.shape.num_heads / args.shape.num_kv_heads;
   // Kept between calls (by the calling thread): the step loop does not allocate.
@@ -129,7 +139,7 @@ void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa) {
     thread_local std::vector<float> scores;
     for (int64_t i = begin; i < end; ++i) {
       if (items[i].num_tokens > 1 || items[i].num_heads > 1) {
-        AttendBlockAvx512(args, items[i], scores);
+        AttendBlock(args, items[i], scores, isa);
       } else {
         AttendOneByOne(args, items[i], scores, isa);
       }

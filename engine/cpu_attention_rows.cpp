@@ -9,6 +9,7 @@
 
 #include "engine/cpu_dot.h"
 #include "engine/cpu_exp.h"
+#include "engine/cpu_reduce_avx2.h"
 
 namespace zinf::cpu {
 
@@ -47,28 +48,6 @@ inline float FinishScore(__m256 acc, const float* query, const KvRows& keys, int
   float sum = ReduceLanes(lanes);
   for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
   return sum;
-}
-
-// l_i + l_i+4 of a's 8 lanes in the low 128 bits, of b's in the high.
-inline __m256 SumHalves(__m256 a, __m256 b) {
-  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-}
-
-// Per 128 bits: (u0 + u2), (u1 + u3), (v0 + v2), (v1 + v3).
-inline __m256 SumQuarters(__m256 u, __m256 v) {
-  return _mm256_add_ps(_mm256_shuffle_ps(u, v, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm256_shuffle_ps(u, v, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-
-// ReduceLanes of 8 accumulators at once (the same three levels of additions, each add serving
-// several sums): lane i of the result is acc[i]'s sum.
-inline __m256 ReduceEight(const __m256 (&acc)[8]) {
-  const __m256 low = SumQuarters(SumHalves(acc[0], acc[1]), SumHalves(acc[2], acc[3]));
-  const __m256 high = SumQuarters(SumHalves(acc[4], acc[5]), SumHalves(acc[6], acc[7]));
-  const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0)),
-                                    _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1)));
-  // sums holds keys 0 2 4 6 | 1 3 5 7.
-  return _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 // Eight keys at a time: eight independent fma chains, reduced together.

@@ -1,8 +1,8 @@
 // The CPU attention's inner loops: the AVX2 versions give the portable ones' bits for f32 and
 // int8 caches, head sizes with and without a tail, key counts around the 4-key blocks; the
 // portable scores agree with a float64 dot product; the softmax's levels agree, NaN, infinite and
-// zero scores included; and CausalAttention at each level (AVX-512: blocks of queries) gives the
-// portable bits for chunks around the block sizes.
+// zero scores included; and CausalAttention at each level (AVX2 and AVX-512: blocks of queries)
+// gives the portable bits for chunks around the block sizes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -142,9 +142,26 @@ struct TestKv {
   }
 };
 
+// CausalAttention at every level this CPU has gives the portable level's bits (outputs of `size`
+// floats).
+void ExpectEveryLevelPortable(ThreadPool& pool, cpu::AttentionArgs args, size_t size,
+                              cpu::CpuIsa best) {
+  std::vector<float> portable(size, -1.0f), other(size);
+  args.out = portable.data();
+  cpu::CausalAttention(pool, args, cpu::CpuIsa::kPortable);
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
+    if (isa > best) continue;
+    INFO("level " << cpu::CpuIsaName(isa));
+    std::fill(other.begin(), other.end(), -2.0f);
+    args.out = other.data();
+    cpu::CausalAttention(pool, args, isa);
+    CHECK(std::memcmp(portable.data(), other.data(), size * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
-TEST_CASE("attention: every level gives the portable bits, AVX-512 query blocks included") {
+TEST_CASE("attention: every level gives the portable bits, AVX2 and AVX-512 query blocks included") {
   const cpu::CpuIsa best = cpu::BestCpuIsa();
   if (best < cpu::CpuIsa::kAvx512) WARN("no AVX-512 on this CPU: its query blocks are not compared");
   if (best == cpu::CpuIsa::kPortable) return;
@@ -152,7 +169,7 @@ TEST_CASE("attention: every level gives the portable bits, AVX-512 query blocks 
   std::normal_distribution<float> normal(0.0f, 1.0f);
   ThreadPool pool(2);
   const int num_heads = 4, num_kv_heads = 2;
-  for (int head_dim : {8, 13, 64, 100, 128}) {
+  for (int head_dim : {8, 13, 24, 44, 64, 100, 128}) {
     TestKv kv(num_kv_heads, head_dim, rng);
     // An infinite value where some queries of a block see it and others do not (a zero-weight fma
     // with it would make NaN), and signed zeros.
@@ -180,24 +197,14 @@ TEST_CASE("attention: every level gives the portable bits, AVX-512 query blocks 
           const SequenceChunk chunks[] = {{0, start, tokens, 0}, {1, 5 + start, 1, tokens}};
           args.chunks = chunks;
           const size_t size = (tokens + 1) * width;
-          std::vector<float> portable(size, -1.0f), other(size);
-          args.out = portable.data();
-          cpu::CausalAttention(pool, args, cpu::CpuIsa::kPortable);
-          for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-            if (isa > best) continue;
-            INFO("level " << cpu::CpuIsaName(isa));
-            std::fill(other.begin(), other.end(), -2.0f);
-            args.out = other.data();
-            cpu::CausalAttention(pool, args, isa);
-            CHECK(std::memcmp(portable.data(), other.data(), size * sizeof(float)) == 0);
-          }
+          ExpectEveryLevelPortable(pool, args, size, best);
         }
       }
     }
   }
 }
 
-TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX-512 head blocks") {
+TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX2 and AVX-512 head blocks") {
   // Grouped-query attention at decode: the query heads sharing a KV head go through the block
   // loops together (keys_step 0), up to 8 at a time, whenever the batch leaves enough blocks for
   // the threads; per query the operations are the one-query loops', so every level agrees.
@@ -210,7 +217,7 @@ TEST_CASE("attention: decode tokens of grouped heads give the portable bits in A
   const int num_kv_heads = 2;
   for (int group : {2, 3, 4, 8, 12}) {
     const int num_heads = group * num_kv_heads;
-    for (int head_dim : {8, 13, 64, 128}) {
+    for (int head_dim : {8, 13, 44, 64, 100, 128}) {
       TestKv kv(num_kv_heads, head_dim, rng);
       const float inf = std::numeric_limits<float>::infinity();
       kv.f32[1][(TestKv::kPositions + 4) * kv.RowStride() + head_dim + 2] = inf;  // a value
@@ -237,13 +244,7 @@ TEST_CASE("attention: decode tokens of grouped heads give the portable bits in A
                         << chunks.size() << " chunks");
           args.chunks = chunks;
           const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
-          std::vector<float> portable(size, -1.0f), avx512(size, -2.0f);
-          args.out = portable.data();
-          cpu::CausalAttention(pool, args, cpu::CpuIsa::kPortable);
-          args.out = avx512.data();
-          if (best < cpu::CpuIsa::kAvx512) continue;
-          cpu::CausalAttention(pool, args, cpu::CpuIsa::kAvx512);
-          CHECK(std::memcmp(portable.data(), avx512.data(), size * sizeof(float)) == 0);
+          ExpectEveryLevelPortable(pool, args, size, best);
         }
       }
     }
