@@ -64,15 +64,20 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
   rates.dram_read_gbps = MeasureDramReadGbps(num_threads);
-  rates.compute_gflops = MeasureMatmulGflops(num_threads);
+  rates.compute_gflops = MeasureMatmulGflops(num_threads, DType::kF32);
+  rates.int8_gflops = MeasureMatmulGflops(num_threads, DType::kI8);
+  rates.int4_gflops = MeasureMatmulGflops(num_threads, DType::kQ4);
   rates.measured = true;
   spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
-               "({} threads) -> {}",
+               "(int8 weights {:.1f}, int4 {:.1f}; {} threads) -> {}",
                rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
-               rates.dram_read_gbps, rates.compute_gflops, num_threads, cache.string());
+               rates.dram_read_gbps, rates.compute_gflops, rates.int8_gflops, rates.int4_gflops,
+               num_threads, cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
                          {"compute_gflops", rates.compute_gflops},
+                         {"int8_gflops", rates.int8_gflops},
+                         {"int4_gflops", rates.int4_gflops},
                          {"threads", num_threads},
                          {"disk_probe_file", file},
                          {"direct_io", disk.direct_io}};
@@ -90,6 +95,9 @@ std::optional<Bandwidths> LoadCalibration() {
     rates.disk_read_gbps = json.at("disk_read_gbps");
     rates.dram_read_gbps = json.at("dram_read_gbps");
     rates.compute_gflops = json.at("compute_gflops");
+    // Caches from before the integer kernels were measured hold none: the float rate stands in.
+    rates.int8_gflops = json.value("int8_gflops", 0.0);
+    rates.int4_gflops = json.value("int4_gflops", 0.0);
     rates.measured = true;
     return rates;
   } catch (const nlohmann::json::exception& error) {

@@ -100,8 +100,10 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     }
     fmt::print("\n");
   } else {
-    fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s ({})\n",
-               bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops,
+    fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s (int8 weights "
+               "{:.0f}, int4 {:.0f}) ({})\n",
+               bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops, bw.GflopsFor(DType::kI8),
+               bw.GflopsFor(DType::kQ4),
                bw.measured ? "measured by zinf calibrate"
                            : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
     fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s\n",
@@ -197,8 +199,9 @@ void AddPlanCommand(CLI::App& app) {
                                           "disk read rate (default: zinf calibrate's)");
   CLI::Option* dram = command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps,
                                           "DRAM read rate (default: zinf calibrate's)");
-  CLI::Option* gflops = command->add_option("--gflops", options->bandwidths.compute_gflops,
-                                            "compute rate (default: zinf calibrate's)");
+  CLI::Option* gflops = command->add_option(
+      "--gflops", options->bandwidths.compute_gflops,
+      "compute rate, for every weight dtype (default: zinf calibrate's, per dtype)");
   CLI::Option* pcie = command->add_option("--pcie-gbps", options->bandwidths.h2d_gbps,
                                           "pinned host-to-device copy rate (cuda)")
                            ->capture_default_str();

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "engine/cpu_backend.h"
+#include "engine/error.h"
+#include "engine/quantized.h"
 #include "engine/thread_pool.h"
 
 namespace zinf {
@@ -44,14 +46,37 @@ double MeasureDramReadGbps(int num_threads) {
   return kWords * sizeof(uint64_t) / seconds / 1e9;
 }
 
-double MeasureMatmulGflops(int num_threads) {
-  constexpr int kTokens = 32, kDim = 4096;
+double MeasureMatmulGflops(int num_threads, DType weights) {
+  constexpr int kTokens = 32, kDim = 4096, kGroupSize = 64;
   CpuBackend backend(num_threads);
   Tensor x = backend.AllocateActivation(kTokens, kDim);
   Tensor out = backend.AllocateActivation(kTokens, kDim);
   std::fill_n(static_cast<float*>(x.data), kTokens * kDim, 0.5f);
-  std::vector<float> weights(static_cast<size_t>(kDim) * kDim, 0.25f);
-  const Weight w{weights.data(), DType::kF32, kDim, kDim};
+  // Varied values, so no kernel takes a shortcut a real matrix would not allow.
+  std::vector<float> row(kDim);
+  for (int c = 0; c < kDim; ++c) row[c] = 0.25f * static_cast<float>((c * 37) % 17 - 8);
+  Weight w{nullptr, weights, kDim, kDim, weights == DType::kQ4 ? kGroupSize : 0};
+  std::vector<std::byte> bytes(TensorBytes(weights, kDim, kDim, w.group_size));
+  if (weights == DType::kF32) {
+    for (int r = 0; r < kDim; ++r) {
+      std::copy(row.begin(), row.end(), reinterpret_cast<float*>(bytes.data()) + int64_t{r} * kDim);
+    }
+  } else {
+    ZINF_CHECK(IsQuantized(weights), "no matmul probe for {}", DTypeName(weights));
+    const QuantLayout layout = LayoutOf(weights, kDim, kDim, w.group_size);
+    for (int r = 0; r < kDim; ++r) {
+      std::byte* values = bytes.data() + r * layout.row_bytes();
+      std::byte* params = bytes.data() + layout.scales_offset();
+      if (weights == DType::kI8) {
+        QuantizeRowI8(row.data(), kDim, reinterpret_cast<int8_t*>(values),
+                      reinterpret_cast<float*>(params) + r);
+      } else {
+        QuantizeRowQ4(row.data(), kDim, kGroupSize, reinterpret_cast<uint8_t*>(values),
+                      reinterpret_cast<uint16_t*>(params) + 2 * r * layout.groups());
+      }
+    }
+  }
+  w.data = bytes.data();
   const double seconds = BestSeconds(3, [&] { backend.MatMul(x, w, {}, out); });
   return 2.0 * kTokens * kDim * kDim / seconds / 1e9;
 }

@@ -13,7 +13,6 @@
 namespace zinf {
 
 using planner_detail::GiB;
-using planner_detail::ParameterCount;
 using planner_detail::ResidencyOrder;
 
 namespace {
@@ -47,7 +46,7 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   const double kv_read_bytes = plan.kv_bytes;  // upper bound: full contexts
   plan.memory_seconds_per_step =
       (checkpoint.total_bytes() + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
-  plan.compute_seconds_per_step = 2.0 * ParameterCount(checkpoint) * batch / (bw.compute_gflops * 1e9);
+  plan.compute_seconds_per_step = planner_detail::CpuMatmulSeconds(checkpoint, batch, bw);
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const double work = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
   const bool overlapped = plan.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;

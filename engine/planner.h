@@ -25,10 +25,20 @@ struct Bandwidths {
   double disk_read_gbps = 2.0;    // O_DIRECT sequential read of the weights file's device
   double dram_read_gbps = 20.0;   // all threads streaming from DRAM
   double h2d_gbps = 25.0;         // pinned host → device copies (CUDA; PCIe 4.0 x16 ≈ 25)
-  double compute_gflops = 100.0;  // dense matmul rate of the backend
+  double compute_gflops = 100.0;  // dense matmul rate of the backend, float weights
+  // The same with int8 and int4 weights, whose integer kernels run at other rates (0: as floats).
+  double int8_gflops = 0;
+  double int4_gflops = 0;
   double device_gbps = 3000.0;    // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
   double device_tflops = 400.0;   // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
   bool measured = false;
+
+  double GflopsFor(DType weights) const {
+    const double quantized = weights == DType::kI8 ? int8_gflops
+                             : weights == DType::kQ4 ? int4_gflops
+                                                     : 0.0;
+    return quantized > 0 ? quantized : compute_gflops;
+  }
 };
 
 struct Workload {

@@ -88,4 +88,16 @@ double ParameterCount(const Checkpoint& checkpoint) {
   return count;
 }
 
+double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates) {
+  double seconds = 0;
+  for (const ExtentInfo& extent : checkpoint.extents) {
+    if (extent.kind == ExtentKind::kEmbedding) continue;
+    for (const TensorInfo& tensor : extent.tensors) {
+      seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens /
+                 (rates.GflopsFor(tensor.dtype) * 1e9);
+    }
+  }
+  return seconds;
+}
+
 }  // namespace zinf::planner_detail

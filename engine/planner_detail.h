@@ -49,6 +49,10 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
 // Parameters that take part in matrix products (the embedding table is a lookup).
 double ParameterCount(const Checkpoint& checkpoint);
 
+// Seconds the CPU backend's products take per step of `tokens` rows: each tensor's 2 × elements ×
+// tokens FLOPs at the rate of its dtype's kernel.
+double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
+
 }  // namespace zinf::planner_detail
 
 namespace zinf {

@@ -97,6 +97,8 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["disk_read_gbps"].get<double>() > 0);
   CHECK(rates["dram_read_gbps"].get<double>() > 0);
   CHECK(rates["compute_gflops"].get<double>() > 0);
+  CHECK(rates["int8_gflops"].get<double>() > 0);
+  CHECK(rates["int4_gflops"].get<double>() > 0);
   const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
+#include "model_formats/weight_encoding.h"
 #include "tests/support/shipped_config.h"
 
 namespace zinf {
@@ -105,6 +106,37 @@ TEST_CASE("planner: predictions follow the bound") {
     CHECK(plan.predicted_tokens_per_s >= previous);
     previous = plan.predicted_tokens_per_s;
   }
+}
+
+TEST_CASE("planner: products run at the rate of their weights' kernel") {
+  // int8 and int4 matrices go through integer kernels with rates of their own (zinf calibrate
+  // measures each); the float vectors and the head kept in f32 stay at the float rate.
+  Checkpoint model;
+  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.dtype = DType::kI8;
+  model.extents = formats::LayoutExtents(
+      formats::ExpectedExtents(model.config),
+      formats::WeightEncoding::For(DType::kI8, DType::kF32, 64, {"lm_head"}));
+  double float_elements = 0, int8_elements = 0;
+  for (const ExtentInfo& extent : model.extents) {
+    if (extent.kind == ExtentKind::kEmbedding) continue;
+    for (const TensorInfo& tensor : extent.tensors) {
+      (tensor.dtype == DType::kI8 ? int8_elements : float_elements) += tensor.num_elements();
+    }
+  }
+  REQUIRE(int8_elements > 0);
+  REQUIRE(float_elements > 0);
+  PlannerInputs inputs = Inputs(model, 64 * kGiB);
+  inputs.workload.batch_size = 64;
+  inputs.bandwidths.compute_gflops = 100;
+  const Plan as_floats = MakePlan(inputs);  // no integer rate: the float rate stands in
+  CHECK(as_floats.compute_seconds_per_step ==
+        Approx(2 * 64 * (float_elements + int8_elements) / 100e9));
+  inputs.bandwidths.int8_gflops = 400;
+  inputs.bandwidths.int4_gflops = 1;  // no int4 tensor: unused
+  const Plan plan = MakePlan(inputs);
+  CHECK(plan.compute_seconds_per_step ==
+        Approx(2 * 64 * (float_elements / 100e9 + int8_elements / 400e9)));
 }
 
 TEST_CASE("planner: two large extents beside small layers are kept together, shrinking the ring") {
