@@ -235,14 +235,16 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t group_bytes = kRows * chunks * 8 * kElementBytes;
   const int64_t span_count =
       group_bytes > 2 * kSpanWeightBytes ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes : 1;
-  const int64_t span_chunks = (chunks + span_count - 1) / span_count;
+  // At least one span, even an empty one: a row shorter than 8 is all tail, and its tiles must
+  // still run to write it.
+  const int64_t span_chunks = std::max<int64_t>(1, (chunks + span_count - 1) / span_count);
   struct alignas(64) Register {
     float lanes[16];
   };
   thread_local std::vector<Register> states;
   const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
   if (span_count > 1 && states.size() < state_size) states.resize(state_size);
-  for (int64_t begin = 0; begin < chunks; begin += span_chunks) {
+  for (int64_t begin = 0; begin < std::max<int64_t>(chunks, 1); begin += span_chunks) {
     ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0, begin + span_chunks >= chunks, nullptr};
     int64_t p = pair_begin;
     int64_t tile = 0;

@@ -18,6 +18,7 @@
 #include "engine/cpu_dot.h"
 #include "engine/cpu_matmul.h"
 #include "engine/cpu_matmul_i8_avx512.h"
+#include "engine/cpu_matmul_q4_batched.h"
 #include "engine/cpu_q8_activations.h"
 #include "engine/cpu_quant_rows.h"
 #include "engine/cpu_tiling.h"
@@ -292,6 +293,8 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
     MatMulI8Avx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (w.dtype == DType::kI8) {
     MatMulI8Avx2(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+  } else if (num_tokens >= kQ4BatchedMinTokens) {
+    MatMulQ4Batched(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
   } else {
     MatMulQ4Avx2(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   }

@@ -278,6 +278,48 @@ TEST_CASE("int8 matmul: every vector kernel equals the portable one bit for bit"
   }
 }
 
+TEST_CASE("int4 matmul: every vector kernel equals the portable one bit for bit") {
+  // From 8 tokens on, rows are dequantized a block at a time and multiplied by the float kernel
+  // (cpu_matmul_q4_batched.h); below, the int4 kernels read the nibbles directly. Both must give
+  // the portable bits, with biases in f32 and bf16 (a block's bias starts mid-vector), partial
+  // blocks and groups, and row ranges split as a thread pool would.
+  const std::vector<cpu::CpuIsa> isas = VectorIsas();
+  for (int group_size : {32, 64, 128}) {
+    for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
+      const int64_t rows = 37;  // at 1040 and 4100 columns, several dequantized blocks
+      QuantizedMatrix q(RandomValues(rows * cols, 51 + cols), DType::kQ4, rows, cols, group_size);
+      const std::vector<float> bias_f32 = RandomValues(rows, 52);
+      std::vector<uint16_t> bias_bf16(rows);
+      for (int64_t r = 0; r < rows; ++r) bias_bf16[r] = static_cast<uint16_t>(0x3f80 + 7 * r);
+      const Weight biases[] = {{bias_f32.data(), DType::kF32, 1, rows, 0},
+                               {bias_bf16.data(), DType::kBF16, 1, rows, 0}};
+      for (const Weight& bias : biases) {
+        for (int64_t tokens : {1, 7, 8, 9, 17, 40}) {
+          std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
+          x[tokens * cols - 1] = -50.0f;
+          std::vector<float> portable(tokens * rows);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows,
+                                   0, rows, cpu::CpuIsa::kPortable);
+          for (cpu::CpuIsa isa : isas) {
+            for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
+              std::vector<float> vector(tokens * rows, -1.0f);
+              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                       0, split, isa);
+              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                       split, rows, isa);
+              INFO(cpu::CpuIsaName(isa) << " group " << group_size << " cols " << cols
+                                        << " tokens " << tokens << " split " << split << " bias "
+                                        << DTypeName(bias.dtype));
+              CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
+                    0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product at every level") {
   // x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
   const int64_t rows = 20, cols = 64, tokens = 6;
