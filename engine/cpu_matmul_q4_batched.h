@@ -1,4 +1,4 @@
-// int4 products of many tokens at the float kernel's rate: a few weight rows at a time are
+// int4 products of many tokens at the float kernel's rate: some weight rows at a time are
 // dequantized into a per-thread f32 scratch — the values DequantizeRow gives — and multiplied by
 // cpu::MatMulRows, whose operation sequence per output element is the int4 kernels' (8 fma lanes
 // in element order, ReduceLanes, the tail one fma at a time, + bias), so the bits are the same.
