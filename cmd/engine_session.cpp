@@ -174,7 +174,7 @@ void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions&
     Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
   }
   if (options.prefetch_depth >= 0) plan_.prefetch_depth = options.prefetch_depth;
-  SetCudaStaging(checkpoint.extents, plan_);  // what the source below allocates
+  const CudaStaging staging = SetCudaStaging(checkpoint.extents, plan_);  // what the source allocates
   spdlog::info("{}", plan_.Summary());
 
   cuda::CudaOptions cuda_options;
@@ -195,8 +195,7 @@ void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions&
                                                     : io::WeightPlacement::kStreamed);
   }
   source.prefetch_depth = std::max(plan_.prefetch_depth, 1);
-  source.copy_buffers =
-      CudaStagingFor(checkpoint.extents, plan_.placement, plan_.prefetch_depth).copy_buffers;
+  source.copy_buffers = staging.copy_buffers;
   weights_ = io::OpenWeightSource(checkpoint, source);
   for (const std::span<const std::byte> region : weights_->HostMemory()) {
     backend_->UseHostMemory(region);

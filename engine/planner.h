@@ -116,8 +116,8 @@ struct CudaStaging {
 };
 CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
                            const std::vector<Tier>& placement, int prefetch_depth);
-// Sets plan's staging fields to CudaStagingFor its placement and prefetch depth.
-void SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan);
+// Sets plan's staging fields to CudaStagingFor its placement and prefetch depth; returns it.
+CudaStaging SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan);
 
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);

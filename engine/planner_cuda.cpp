@@ -49,14 +49,13 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   // time, while the copy stream and the disk go on streaming the next layers.
   plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
-  const double cpu_attention_seconds = plan.cpu_attention_seconds_per_step;
   const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const char* stream_bound = cpu_attention_seconds > gpu_seconds ? "cpu-attention"
+  const char* stream_bound = plan.cpu_attention_seconds_per_step > gpu_seconds ? "cpu-attention"
                              : plan.memory_seconds_per_step >= plan.compute_seconds_per_step
                                  ? "hbm"
                                  : "compute";
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
-                          gpu_seconds + cpu_attention_seconds};
+                          gpu_seconds + plan.cpu_attention_seconds_per_step};
   const char* names[] = {"disk", "pcie", stream_bound};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = names[slowest];
@@ -101,11 +100,12 @@ CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
   return staging;
 }
 
-void SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan) {
+CudaStaging SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan) {
   const CudaStaging staging = CudaStagingFor(extents, plan.placement, plan.prefetch_depth);
   plan.num_staging_buffers = staging.buffers;
   plan.staging_buffer_bytes = staging.buffer_bytes;
   plan.staging_bytes = staging.bytes();
+  return staging;
 }
 
 Plan MakeCudaPlan(const PlannerInputs& inputs) {

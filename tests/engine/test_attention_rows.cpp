@@ -142,6 +142,22 @@ struct TestKv {
   }
 };
 
+// Attention of `num_heads` query heads (rows of q, num_heads × head_dim wide, outputs as wide)
+// over kv's slots, stored f32 or int8; chunks and outputs are the caller's.
+cpu::AttentionArgs ArgsOver(const TestKv& kv, const std::vector<float>& q, int num_heads,
+                            bool int8) {
+  cpu::AttentionArgs args;
+  const int64_t width = int64_t{num_heads} * kv.head_dim;
+  args.q = q.data();
+  args.q_stride = width;
+  args.out_stride = width;
+  args.shape = {num_heads, kv.num_kv_heads, kv.head_dim,
+                1.0f / std::sqrt(static_cast<float>(kv.head_dim))};
+  args.k_slot = [&kv, int8](int slot) { return kv.Rows(0, slot, int8); };
+  args.v_slot = [&kv, int8](int slot) { return kv.Rows(1, slot, int8); };
+  return args;
+}
+
 // CausalAttention at every level this CPU has gives the portable level's bits (outputs of `size`
 // floats).
 void ExpectEveryLevelPortable(ThreadPool& pool, cpu::AttentionArgs args, size_t size,
@@ -181,14 +197,7 @@ TEST_CASE("attention: every level gives the portable bits, AVX2 and AVX-512 quer
     std::vector<float> q(32 * width);
     for (float& v : q) v = normal(rng);
     for (bool int8 : {false, true}) {
-      cpu::AttentionArgs args;
-      args.q = q.data();
-      args.q_stride = width;
-      args.out_stride = width;
-      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      args.shape = {num_heads, num_kv_heads, head_dim, scale};
-      args.k_slot = [&](int slot) { return kv.Rows(0, slot, int8); };
-      args.v_slot = [&](int slot) { return kv.Rows(1, slot, int8); };
+      cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
       for (int start : {0, 1, 3, 6, 13, 70}) {
         for (int tokens : {1, 2, 3, 4, 5, 7, 8, 9, 11, 16, 17, 23}) {
           INFO("head_dim " << head_dim << " int8 " << int8 << " start " << start << " tokens "
@@ -226,13 +235,7 @@ TEST_CASE("attention: decode tokens of grouped heads give the portable bits in A
       std::vector<float> q(16 * width);
       for (float& v : q) v = normal(rng);
       for (bool int8 : {false, true}) {
-        cpu::AttentionArgs args;
-        args.q = q.data();
-        args.q_stride = width;
-        args.out_stride = width;
-        args.shape = {num_heads, num_kv_heads, head_dim, 1.0f / std::sqrt(float(head_dim))};
-        args.k_slot = [&](int slot) { return kv.Rows(0, slot, int8); };
-        args.v_slot = [&](int slot) { return kv.Rows(1, slot, int8); };
+        cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
         // Six decode tokens (enough blocks to group), with a prefill chunk among them; then a
         // lone decode token (too few blocks: head by head).
         const std::vector<SequenceChunk> batches[] = {
