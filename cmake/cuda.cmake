@@ -43,7 +43,7 @@ if(ZINF_HAVE_CUDA)
   # Executables are linked by the C++ compiler, which gets nvcc's implicit libraries
   # (-lcudadevrt -lcudart_static) but not their directory.
   target_link_directories(zinf_cuda INTERFACE ${CUDAToolkit_LIBRARY_DIR})
-  target_link_libraries(zinf_cuda PUBLIC zinf_engine PRIVATE CUDA::cudart_static CUDA::cublas
+  target_link_libraries(zinf_cuda PUBLIC zinf_engine zinf_cpu zinf_cuda_host PRIVATE CUDA::cudart_static CUDA::cublas
                         spdlog::spdlog)
   target_compile_options(zinf_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
@@ -58,4 +58,4 @@ else()
                  "explain how to get it")
 endif()
 target_include_directories(zinf_cuda PUBLIC ${CMAKE_SOURCE_DIR})
-target_link_libraries(zinf PRIVATE zinf_cuda)
+target_link_libraries(zinf_cli PUBLIC zinf_cuda)

@@ -13,8 +13,8 @@ if(ZINF_FUZZ)
   # engine/cpu_matmul*.cpp's AVX2 kernels rely on GCC-only pragmas (push_options/target) and a
   # __builtin_cpu_supports feature clang 14 lacks; no parser calls a kernel, so the fuzz build leaves
   # it out (the fuzz targets link only what the parsers use; the tests and zinf need GCC here).
-  set_source_files_properties(${CMAKE_SOURCE_DIR}/engine/cpu_matmul.cpp
-                              ${CMAKE_SOURCE_DIR}/engine/cpu_matmul_quant.cpp
+  set_source_files_properties(${CMAKE_SOURCE_DIR}/cpu/matmul.cpp
+                              ${CMAKE_SOURCE_DIR}/cpu/matmul_quant.cpp
                               PROPERTIES HEADER_FILE_ONLY ON)
 endif()
 

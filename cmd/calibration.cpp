@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/cpu_probe.h"
+#include "cpu/probe.h"
 #include "engine/error.h"
 #include "io/disk_probe.h"
 
@@ -63,10 +63,10 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   if (temporary) fs::remove(file);
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
-  rates.dram_read_gbps = MeasureDramReadGbps(num_threads);
-  rates.compute_gflops = MeasureMatmulGflops(num_threads, DType::kF32);
-  rates.int8_gflops = MeasureMatmulGflops(num_threads, DType::kI8);
-  rates.int4_gflops = MeasureMatmulGflops(num_threads, DType::kQ4);
+  rates.dram_read_gbps = cpu::MeasureDramReadGbps(num_threads);
+  rates.compute_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kF32);
+  rates.int8_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kI8);
+  rates.int4_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kQ4);
   rates.measured = true;
   spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
                "(int8 weights {:.1f}, int4 {:.1f}; {} threads) -> {}",

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 
 namespace zinf::cli {
 

@@ -8,7 +8,7 @@
 #include "cmd/byte_size.h"
 #include "cmd/calibration.h"
 #include "cuda/cuda_backend.h"
-#include "engine/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -141,7 +141,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   }
   spdlog::info("{}", plan_.Summary());
   OpenWeights(checkpoint, options);
-  backend_ = std::make_unique<CpuBackend>(CpuThreads(options));
+  backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
   model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
 }
 
@@ -156,7 +156,7 @@ void EngineSession::OpenWeights(const Checkpoint& checkpoint, const SessionOptio
   weights_ = io::OpenWeightSource(checkpoint, source);
 }
 
-// The CUDA plan (engine/planner_cuda.cpp) puts each extent in device memory (read from the file
+// The CUDA plan (engine/planner/cuda_planner.cpp) puts each extent in device memory (read from the file
 // once), in page-locked DRAM (copied to a device slot every step) or on NVMe (read into pinned
 // staging, then copied); --weights resident|stream force all of one kind.
 void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,

@@ -11,7 +11,7 @@
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/model.h"
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 #include "engine/weight_source.h"
 #include "io/weight_source_factory.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
-#include "io/uring_reader.h"
+#include "io/extent_reader.h"
 
 namespace zinf::cli {
 

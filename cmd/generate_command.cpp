@@ -12,15 +12,15 @@
 #include "cmd/engine_session.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
-#include "cmd/output_file.h"
+#include "cmd/results_file.h"
 #include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
 #include "cmd/run_metrics.h"
-#include "engine/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
 #include "io/weight_source_factory.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {
@@ -46,7 +46,7 @@ struct GenerateOptions {
 // duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
 // Returns how many requests are left to do (those not already in the output).
 size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
-                       const OutputFile& output, bool has_tokenizer) {
+                       const ResultsFile& output, bool has_tokenizer) {
   PromptFileReader reader(path, options);
   size_t to_do = 0;
   while (std::optional<PromptEntry> entry = reader.Next()) {
@@ -70,7 +70,7 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
 class RequestFeed {
  public:
   RequestFeed(const std::string& path, const PromptFileOptions& options,
-              const Tokenizer* tokenizer, const Request& defaults, OutputFile& output)
+              const Tokenizer* tokenizer, const Request& defaults, ResultsFile& output)
       : reader_(path, options), tokenizer_(tokenizer), defaults_(defaults), output_(output) {}
 
   std::optional<Request> Next() {
@@ -108,7 +108,7 @@ class RequestFeed {
   PromptFileReader reader_;
   const Tokenizer* tokenizer_;
   const Request& defaults_;
-  OutputFile& output_;
+  ResultsFile& output_;
   std::optional<std::string> error_;
   size_t errors_written_ = 0;
 };
@@ -121,7 +121,7 @@ void RunGenerate(GenerateOptions options) {
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
-  OutputFile output(options.out, options.resume);
+  ResultsFile output(options.out, options.resume);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
@@ -182,7 +182,7 @@ void RunGenerate(GenerateOptions options) {
     progress.Update(written(), fmt::format("{} tok generated", stats.generated_tokens));
   };
   const std::atomic<bool>* interrupted = InstallInterruptFlag();
-  // Every line written so far is durable (OutputFile syncs each), so a failure here loses only
+  // Every line written so far is durable (ResultsFile syncs each), so a failure here loses only
   // the requests in flight; say where the finished ones are.
   const std::string kept_where =
       output.path() == "-" ? "" : fmt::format(" (kept in {}: rerun with --resume)", output.path());

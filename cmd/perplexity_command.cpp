@@ -11,8 +11,8 @@
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
 #include "engine/perplexity.h"
-#include "model_formats/output_file.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/atomic_output_file.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {

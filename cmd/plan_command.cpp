@@ -8,7 +8,7 @@
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
 #include "engine/error.h"
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"

@@ -52,32 +52,6 @@ size_t Utf8SequenceLength(std::string_view text, size_t pos) {
   return length;
 }
 
-// Byte offset of the first invalid UTF-8 sequence, or -1 when `text` is valid.
-int64_t FirstInvalidUtf8(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t length = Utf8SequenceLength(text, pos);
-    if (length == 0) return static_cast<int64_t>(pos);
-    pos += length;
-  }
-  return -1;
-}
-
-// `text` with each byte that does not start a valid sequence replaced by U+FFFD.
-std::string ReplaceInvalidUtf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t length = Utf8SequenceLength(text, pos);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD";
-      ++pos;
-    } else {
-      out.append(text.substr(pos, length));
-      pos += length;
-    }
-  }
-  return out;
-}
 
 const std::set<std::string, std::less<>> kKnownKeys = {
     "id",    "prompt",     "prompt_ids", "max_new_tokens",     "temperature",
@@ -261,6 +235,33 @@ std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
 }  // namespace
+
+// Byte offset of the first invalid UTF-8 sequence, or -1 when `text` is valid.
+int64_t FirstInvalidUtf8(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = Utf8SequenceLength(text, pos);
+    if (length == 0) return static_cast<int64_t>(pos);
+    pos += length;
+  }
+  return -1;
+}
+
+// `text` with each byte that does not start a valid sequence replaced by U+FFFD.
+std::string ReplaceInvalidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = Utf8SequenceLength(text, pos);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++pos;
+    } else {
+      out.append(text.substr(pos, length));
+      pos += length;
+    }
+  }
+  return out;
+}
 
 PromptFileFormat PromptFileFormatFor(std::string_view path) {
   for (std::string_view extension : {".jsonl", ".json", ".ndjson"}) {

@@ -102,4 +102,10 @@ void ApplyOverrides(const RequestOverrides& overrides, Request& request);
 // Text prompts are left for the caller to tokenize into prompt_ids.
 Request RequestFor(const PromptEntry& entry, const Request& defaults);
 
+// Byte offset of the first invalid UTF-8 sequence (overlong, surrogate, above U+10FFFF, truncated,
+// stray continuation), or -1 when `text` is valid.
+int64_t FirstInvalidUtf8(std::string_view text);
+// `text` with each byte that does not start a valid sequence replaced by U+FFFD.
+std::string ReplaceInvalidUtf8(std::string_view text);
+
 }  // namespace zinf::cli

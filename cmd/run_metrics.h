@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/generator.h"
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 #include "engine/weight_source.h"
 
 namespace zinf::cli {

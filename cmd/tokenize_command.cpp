@@ -7,7 +7,7 @@
 #include "cmd/commands.h"
 #include "engine/error.h"
 #include "model_formats/json_depth.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {

@@ -113,7 +113,7 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
         }
       }
     }
-    ring_ = std::make_unique<SlotRing>(std::max(options.streaming_slots, 2));
+    ring_ = std::make_unique<cuda::SlotRing>(std::max(options.streaming_slots, 2));
     slots_.resize(ring_->num_slots());
     for (Slot& slot : slots_) {
       slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));

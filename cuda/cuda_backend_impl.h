@@ -1,6 +1,6 @@
 // The CUDA backend's class, private to cuda/: f32 activations and the KV cache in one device
 // pool; weights made resident on first bind, or streamed every step into a ring of device slots on
-// a copy stream (engine/slot_ring.h orders it, events order the streams, and the weight source
+// a copy stream (cuda/host/slot_ring.h orders it, events order the streams, and the weight source
 // holds a fence for the host bytes, so the layer loop has no host wait); projections through
 // cuBLAS, everything else through the kernels in cuda/kernels*.cu, on one compute stream.
 #pragma once
@@ -20,7 +20,7 @@
 #include "cuda/device_pool.h"
 #include "cuda/host_kv_attention.h"
 #include "cuda/kernels.h"
-#include "engine/slot_ring.h"
+#include "cuda/host/slot_ring.h"
 
 namespace zinf::cuda {
 
@@ -140,7 +140,7 @@ class CudaBackend final : public Backend {
   cudaStream_t copy_stream_ = nullptr;  // copy_stream_owner_'s: host-to-device weight copies
 
   std::unordered_set<std::string> streamed_;  // names of the extents copied every step
-  std::unique_ptr<SlotRing> ring_;
+  std::unique_ptr<cuda::SlotRing> ring_;
   std::vector<Slot> slots_;
   std::optional<SlotUse> bound_;  // the streamed extent bound now
   SharedEvent bound_copied_;      // its copy's end, for UnbindExtent's fence

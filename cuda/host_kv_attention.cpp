@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
-#include "engine/cpu_attention.h"
+#include "cpu/attention.h"
 #include "engine/error.h"
 
 namespace zinf::cuda {
@@ -43,7 +43,7 @@ HostKvAttention::~HostKvAttention() {
 void HostKvAttention::QueueOnHost(cudaStream_t stream, std::function<void()> work,
                                   const char* what) {
   void* job = jobs_.Add(std::move(work));
-  const cudaError_t status = cudaLaunchHostFunc(stream, &HostJobQueue::Run, job);
+  const cudaError_t status = cudaLaunchHostFunc(stream, &cuda::HostJobQueue::Run, job);
   if (status != cudaSuccess) jobs_.CancelLast();
   CheckCuda(status, what);
 }

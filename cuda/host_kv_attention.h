@@ -10,9 +10,9 @@
 #include <span>
 
 #include "engine/backend.h"
-#include "engine/cpu_kv_cache.h"
-#include "engine/host_job_queue.h"
-#include "engine/thread_pool.h"
+#include "cpu/kv_cache.h"
+#include "cuda/host/host_job_queue.h"
+#include "cpu/thread_pool.h"
 
 namespace zinf::cuda {
 
@@ -40,8 +40,8 @@ class HostKvAttention {
   void QueueOnHost(cudaStream_t stream, std::function<void()> work, const char* what);
 
   cpu::CpuKvCache cache_;
-  ThreadPool pool_;
-  HostJobQueue jobs_;
+  cpu::ThreadPool pool_;
+  cuda::HostJobQueue jobs_;
   int64_t max_rows_;
   // One set of transfer buffers is enough: the copies into them and the callbacks reading them
   // are all on one stream, so each use ends before the next begins.

@@ -16,7 +16,7 @@ __device__ inline int64_t CacheRow(const KvLayer& kv, int slot, int position) {
 }
 
 // One (row, KV head) per block: copies f32 heads, rounds them to bf16, or quantises them
-// symmetrically to int8 with the scale max|x| / 127 exactly as engine/cpu_kv_cache.cpp does.
+// symmetrically to int8 with the scale max|x| / 127 exactly as cpu/kv_cache.cpp does.
 __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ k,
                               const float* __restrict__ v) {
   __shared__ float scratch[32];

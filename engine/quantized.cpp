@@ -1,5 +1,5 @@
 // Quantization at conversion time and the scalar dequantization the reference paths use; the
-// matrix-product kernels read the same layout directly (engine/cpu_matmul_quant.cpp).
+// matrix-product kernels read the same layout directly (cpu/matmul_quant.cpp).
 #include "engine/quantized.h"
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 
 #include "engine/error.h"
 #include "io/aligned_buffer.h"
-#include "io/uring_reader.h"
+#include "io/extent_reader.h"
 
 namespace zinf::io {
 
@@ -30,7 +30,7 @@ DiskReadRate MeasureDiskRead(const std::string& path, uint64_t max_bytes) {
     buffers.emplace_back(std::min(kPieceBytes, length), PageLock::kNone);
     spans.push_back(buffers.back().span());
   }
-  UringReader reader(path, spans, ReaderOptions{});
+  ExtentReader reader(path, spans, ReaderOptions{});
   std::vector<ExtentInfo> pieces;
   for (uint64_t offset = 0; offset < length; offset += kPieceBytes) {
     ExtentInfo piece;

@@ -1,4 +1,4 @@
-// A few threads that run pread for UringReader when io_uring is refused or not wanted: the same
+// A few threads that run pread for ExtentReader when io_uring is refused or not wanted: the same
 // submit-now, reap-later shape as a ring, so several chunk reads are in flight at once.
 #pragma once
 

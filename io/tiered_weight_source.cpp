@@ -65,7 +65,7 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
   std::vector<std::span<std::byte>> buffers;  // resident first, then staging: Slot::buffer_idx
   for (const AlignedBuffer& buffer : resident_buffers_) buffers.push_back(buffer.span());
   for (const AlignedBuffer& buffer : staging_buffers_) buffers.push_back(buffer.span());
-  reader_ = std::make_unique<UringReader>(weights_file_, std::move(buffers), options.reader);
+  reader_ = std::make_unique<ExtentReader>(weights_file_, std::move(buffers), options.reader);
   CheckFileLength();
   LoadResident();
 }

@@ -11,7 +11,7 @@
 #include "engine/checkpoint.h"
 #include "engine/weight_source.h"
 #include "io/aligned_buffer.h"
-#include "io/uring_reader.h"
+#include "io/extent_reader.h"
 #include "io/weight_source_factory.h"
 
 namespace zinf::io {
@@ -106,7 +106,7 @@ class TieredWeightSource final : public WeightSource {
   std::vector<AlignedBuffer> staging_buffers_;
   std::vector<Slot> slots_;
   std::deque<int> free_slots_;  // least recently released first
-  std::unique_ptr<UringReader> reader_;
+  std::unique_ptr<ExtentReader> reader_;
   uint64_t extents_read_ = 0;
   double read_wait_seconds_ = 0;
   double checksum_seconds_ = 0;

@@ -6,7 +6,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/weight_source.h"
-#include "io/uring_reader.h"
+#include "io/extent_reader.h"
 
 namespace zinf::io {
 

@@ -15,7 +15,7 @@
 #include "model_formats/hf_config.h"
 #include "model_formats/hf_tensor_map.h"
 #include "model_formats/manifest_json.h"
-#include "model_formats/output_file.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/safetensors.h"
 #include "model_formats/tensor_encoder.h"
 #include "model_formats/weight_encoding.h"

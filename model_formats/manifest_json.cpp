@@ -10,7 +10,7 @@
 #include "engine/error.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/json_depth.h"
-#include "model_formats/output_file.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::formats {

@@ -1,9 +1,8 @@
 // Tests for cmd/bench_report's GPU streaming figures: the N·B/(P·b) bound and the PCIe table that
 // appears only for runs that moved weights to a GPU.
-// cmd/ is built only into the zinf binary, so the source under test is compiled in here.
 #include <catch2/catch.hpp>
 
-#include "cmd/bench_report.cpp"
+#include "cmd/bench_report.h"
 
 namespace zinf::cli {
 

@@ -1,5 +1,4 @@
 // Tests for cmd/prompt_file: text and JSONL prompts, overrides, bad lines, invalid UTF-8.
-// cmd/ is built only into the zinf binary, so the source under test is compiled in here.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -7,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cmd/prompt_file.cpp"
+#include "cmd/prompt_file.h"
 
 namespace zinf::cli {
 namespace {

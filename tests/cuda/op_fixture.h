@@ -11,7 +11,7 @@
 #include "cuda/cuda_backend.h"
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
-#include "engine/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "engine/model.h"
 
 namespace zinf::testing {
@@ -48,7 +48,7 @@ class OpFixture {
   // ‖gpu − cpu‖ / ‖cpu‖ over the pair; infinity when the GPU's output has a NaN or infinity.
   double RelativeError(const TensorPair& pair);
 
-  CpuBackend& cpu() { return cpu_; }
+  cpu::CpuBackend& cpu() { return cpu_; }
   Backend& gpu() { return *gpu_; }
   const ModelConfig& config() const { return checkpoint_.config; }
   std::mt19937& rng() { return rng_; }
@@ -60,7 +60,7 @@ class OpFixture {
   Checkpoint checkpoint_;
   std::vector<std::byte> extent_bytes_;
   std::mt19937 rng_;
-  CpuBackend cpu_{2};
+  cpu::CpuBackend cpu_{2};
   std::unique_ptr<Backend> gpu_;
   const std::byte* cpu_base_ = nullptr;
   const std::byte* gpu_base_ = nullptr;

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 #include "tests/engine/harness.h"
 #include "tests/support/golden_files.h"
 #include "tests/support/random_checkpoint.h"

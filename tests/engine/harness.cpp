@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "model_formats/converter.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 #include "tests/support/random_checkpoint.h"
 
@@ -61,7 +61,7 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
   limits.micro_batch_tokens = settings.micro_batch_tokens;
   const std::unique_ptr<Backend> backend =
       settings.make_backend ? settings.make_backend(model.checkpoint, limits)
-                            : std::make_unique<CpuBackend>(settings.threads);
+                            : std::make_unique<cpu::CpuBackend>(settings.threads);
   Model engine(model.checkpoint, *backend, *weights, limits);
   GeneratorOptions options;
   options.eos_ids = model.checkpoint.config.eos_token_ids;
@@ -99,7 +99,7 @@ std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenI
   limits.max_tokens_per_step = static_cast<int>(prompt_ids.size());
   limits.max_context = model.checkpoint.config.max_position_embeddings;
   const std::unique_ptr<Backend> backend = make_backend ? make_backend(model.checkpoint, limits)
-                                                        : std::make_unique<CpuBackend>(2);
+                                                        : std::make_unique<cpu::CpuBackend>(2);
   Model engine(model.checkpoint, *backend, *weights, limits);
   StepBatch batch;
   batch.AddChunk(0, 0, prompt_ids, true);
@@ -111,7 +111,7 @@ std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenI
 PerplexityResult Perplexity(const LoadedModel& model, const std::vector<TokenId>& tokens,
                             const PerplexityOptions& options, int step_tokens, DType kv_dtype) {
   auto weights = io::OpenWeightSource(model.checkpoint, {});
-  CpuBackend backend(2);
+  cpu::CpuBackend backend(2);
   ModelLimits limits;
   limits.max_sequences = 1;
   limits.max_tokens_per_step = step_tokens;

@@ -33,7 +33,7 @@ struct EngineSettings {
   Refill refill = Refill::kContinuous;
   DType kv_dtype = DType::kF32;
   int micro_batch_tokens = 0;
-  BackendFactory make_backend;  // empty: CpuBackend with `threads` threads
+  BackendFactory make_backend;  // empty: cpu::CpuBackend with `threads` threads
 };
 
 struct LoadedModel {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
-#include "engine/planner.h"
+#include "engine/planner/planner.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"

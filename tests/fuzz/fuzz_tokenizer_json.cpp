@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model_formats/hf_tokenizer.h"
+#include "model_formats/tokenizers/hf_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

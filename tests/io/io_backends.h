@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "io/uring_reader.h"
+#include "io/extent_reader.h"
 
 namespace zinf::io::testing {
 

@@ -8,11 +8,11 @@
 
 #include "engine/error.h"
 #include "model_formats/hf_config.h"
-#include "model_formats/hf_tokenizer.h"
+#include "model_formats/tokenizers/hf_tokenizer.h"
 #include "model_formats/json_depth.h"
 #include "model_formats/manifest_json.h"
 #include "model_formats/safetensors.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "tests/support/random_checkpoint.h"
 
 namespace zinf::formats {

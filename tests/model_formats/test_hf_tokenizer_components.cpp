@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "model_formats/hf_tokenizer_decoders.h"
-#include "model_formats/hf_tokenizer_normalizers.h"
-#include "model_formats/hf_tokenizer_pretokenizers.h"
+#include "model_formats/tokenizers/hf_tokenizer_decoders.h"
+#include "model_formats/tokenizers/hf_tokenizer_normalizers.h"
+#include "model_formats/tokenizers/hf_tokenizer_pretokenizers.h"
 
 namespace zinf::formats::hf {
 namespace {

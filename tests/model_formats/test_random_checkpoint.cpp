@@ -4,7 +4,7 @@
 
 #include "model_formats/hf_config.h"
 #include "model_formats/safetensors.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "tests/support/random_checkpoint.h"
 
 namespace zinf::testing {

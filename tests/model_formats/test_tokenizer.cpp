@@ -6,7 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/tokenizer.h"
-#include "model_formats/tokenizer_loader.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 
 namespace zinf::formats {
 namespace {

@@ -1,0 +1,69 @@
+// The JSONL results file of `zinf generate`: one durable line per request, resumable after a crash.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+
+#include "engine/request.h"
+
+namespace zinf::cli {
+
+// Written with each completion, beside what Completion itself carries.
+struct AppendExtras {
+  int64_t line = 0;  // the request's line in the prompt file; written as "line" when > 0
+};
+
+// One JSON object per line, e.g.
+//   {"id":"3","text":"...","token_ids":[...],"finish_reason":"length","prompt_tokens":5,
+//    "completion_tokens":16,"line":3,"logprobs":[{"id":..,"logprob":..,"top":[{..}]}]}
+//   {"id":"7","line":7,"error":"...","finish_reason":"error"}
+// "id" is always a JSON string. Text that is not valid UTF-8 (a byte-fallback token cut mid
+// character) is written with U+FFFD in place of each invalid byte.
+//
+// Durability: each line is one write(2) on an O_APPEND descriptor followed by fdatasync, so a
+// kill at any moment leaves at most the final line torn; resume drops that line. A write that
+// fails (disk full, quota, file-size limit, I/O error) is cut back off the file before the error
+// is thrown, so the file keeps only whole lines and a rerun with --resume carries on.
+//
+// Ownership: owns the file descriptor (closed by the destructor; stdout is never closed).
+// Thread-safety: none; call from one thread.
+// Failure: every method throws zinf::Error naming the path (and line, or strerror).
+class ResultsFile {
+ public:
+  // path "-" means stdout (resume is then an error). Without `resume`, an existing non-empty file
+  // is an error, so finished work is never overwritten. With `resume`, the existing file is read:
+  // a torn final line (no trailing '\n') is truncated away, and the ids of its lines (completions
+  // and errors alike) become done_ids(); a line that is not a JSON object with a string "id" is
+  // an error naming that line.
+  ResultsFile(const std::string& path, bool resume);
+  ~ResultsFile();
+  ResultsFile(const ResultsFile&) = delete;
+  ResultsFile& operator=(const ResultsFile&) = delete;
+
+  // Ids already in the file when it was opened with resume; generate skips them.
+  const std::unordered_set<std::string>& done_ids() const { return done_ids_; }
+  const std::string& path() const { return path_; }
+
+  void Append(const Completion& completion, const AppendExtras& extras = {});
+  // A request that could not run (prompt not valid UTF-8, too long for the context, ...).
+  void AppendError(std::string_view id, int64_t line, std::string_view message);
+
+ private:
+  void LoadForResume();
+  void WriteLine(std::string line);  // appends '\n', writes, syncs
+  // Cuts the file back to `size_before` (when >= 0) and throws naming the path and the errno.
+  [[noreturn]] void FailWrite(std::string_view action, int error_number, off_t size_before);
+
+  std::string path_;
+  int fd_ = -1;
+  bool is_stdout_ = false;
+  bool is_regular_ = false;  // a regular file: a failed write can be cut back off it
+  std::unordered_set<std::string> done_ids_;
+  int64_t lines_written_ = 0;  // by this process
+};
+
+}  // namespace zinf::cli

@@ -1,0 +1,91 @@
+// CpuKvCache: rows stored as given (f32) or quantized per KV head (int8, symmetric).
+#include "cpu/kv_cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/error.h"
+
+namespace zinf::cpu {
+
+void CpuKvCache::Allocate(const KvCacheShape& shape) {
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kI8) {
+    Fail("KV cache dtype {} is not supported on the CPU; use f32 or int8", DTypeName(shape.dtype));
+  }
+  shape_ = shape;
+  kv_dim_ = static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim;
+  const size_t rows = static_cast<size_t>(shape.num_layers) * shape.num_slots * shape.max_context;
+  const size_t elements = rows * static_cast<size_t>(kv_dim_);
+  keys_ = {};
+  values_ = {};
+  if (shape.dtype == DType::kF32) {
+    keys_.f32.assign(elements, 0.0f);
+    values_.f32.assign(elements, 0.0f);
+  } else {
+    keys_.i8.assign(elements, 0);
+    values_.i8.assign(elements, 0);
+    key_scales_.assign(rows * shape.num_kv_heads, 0.0f);
+    value_scales_.assign(rows * shape.num_kv_heads, 0.0f);
+  }
+}
+
+int64_t CpuKvCache::RowIndex(int layer, int slot, int position) const {
+  return (static_cast<int64_t>(layer) * shape_.num_slots + slot) * shape_.max_context + position;
+}
+
+void CpuKvCache::StoreRow(Storage& storage, std::vector<float>& scales, int64_t row,
+                          const float* values) {
+  if (shape_.dtype == DType::kF32) {
+    std::memcpy(storage.f32.data() + row * kv_dim_, values, kv_dim_ * sizeof(float));
+    return;
+  }
+  for (int h = 0; h < shape_.num_kv_heads; ++h) {
+    const float* head = values + static_cast<int64_t>(h) * shape_.head_dim;
+    int8_t* out = storage.i8.data() + row * kv_dim_ + static_cast<int64_t>(h) * shape_.head_dim;
+    float max_abs = 0;
+    for (int d = 0; d < shape_.head_dim; ++d) max_abs = std::max(max_abs, std::fabs(head[d]));
+    scales[row * shape_.num_kv_heads + h] = max_abs / 127.0f;
+    const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
+    for (int d = 0; d < shape_.head_dim; ++d) {
+      out[d] = static_cast<int8_t>(std::clamp(std::nearbyint(head[d] * inverse), -127.0f, 127.0f));
+    }
+  }
+}
+
+void CpuKvCache::Store(int layer, int slot, int position, const float* key, const float* value) {
+  const int64_t row = RowIndex(layer, slot, position);
+  StoreRow(keys_, key_scales_, row, key);
+  StoreRow(values_, value_scales_, row, value);
+}
+
+KvRows CpuKvCache::Rows(const Storage& storage, const std::vector<float>& scales, int layer,
+                        int slot) const {
+  const int64_t row = RowIndex(layer, slot, 0);
+  KvRows rows;
+  rows.row_stride = kv_dim_;
+  rows.num_kv_heads = shape_.num_kv_heads;
+  if (shape_.dtype == DType::kF32) {
+    rows.f32 = storage.f32.data() + row * kv_dim_;
+  } else {
+    rows.i8 = storage.i8.data() + row * kv_dim_;
+    rows.scales = scales.data() + row * shape_.num_kv_heads;
+  }
+  return rows;
+}
+
+void CpuKvCache::StoreChunks(int layer, std::span<const SequenceChunk> chunks, const float* keys,
+                             const float* values, int64_t row_stride) {
+  for (const SequenceChunk& chunk : chunks) {
+    ZINF_CHECK(chunk.start_position + chunk.num_tokens <= shape_.max_context,
+               "sequence of {} positions exceeds the KV cache ({})",
+               chunk.start_position + chunk.num_tokens, shape_.max_context);
+    for (int i = 0; i < chunk.num_tokens; ++i) {
+      const int64_t row = chunk.token_offset + i;
+      Store(layer, chunk.kv_slot, chunk.start_position + i, keys + row * row_stride,
+            values + row * row_stride);
+    }
+  }
+}
+
+}  // namespace zinf::cpu

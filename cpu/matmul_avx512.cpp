@@ -1,0 +1,323 @@
+// The 8-lane dot product of the float kernels (lane j accumulates elements k ≡ j mod 8 in order,
+// one fma each) computed for two tokens per 512-bit register: the activations are laid out once
+// per call as token pairs, [x_t[k..k+8) | x_t+1[k..k+8)] for each k, and each weight run of 8 is
+// broadcast to both halves, so each half follows the AVX2 kernel's chain exactly. A tile of 6
+// rows × 4 token pairs keeps 24 accumulators in registers. The token pairs come from L2 and the
+// weight rows from L1, so tall tiles win: 6 × 4 measured 1.25× faster than 4 × 6 (one thread,
+// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between.
+#include "cpu/matmul_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu/dot.h"
+#include "engine/error.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+constexpr int kTileRows = 6;
+constexpr int kTilePairs = 4;
+// Token-pair chunks requested into L1 this many iterations ahead: each iteration takes 4 new lines
+// of token pairs, which the hardware prefetchers did not bring in time (one thread, 128 tokens,
+// 768 x 768: 112 -> 136-142 GFLOP/s; 2 and 8 ahead were slower than 4).
+constexpr int kPairChunksAhead = 4;
+// Larger next row groups are left to the hardware: prefetching them into L2 evicted token pairs
+// (1.1B shape: 6% slower) where smaller ones gained (110M: 4%).
+constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
+// Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
+// (cpu_tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
+// prefill 1.05x faster than with 768 KiB, 110M unchanged.
+// Row groups whose weights exceed twice this are done in spans of about this many bytes, so that
+// the group's span stays in L1 while every pair tile passes (one thread, 128 tokens: 768 x 2048
+// and 2048 x 5632 ~1.07x faster); smaller ones whole (768 x 768 was slower split in two).
+constexpr int64_t kSpanWeightBytes = int64_t{16} << 10;
+constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
+// -Wmaybe-uninitialized (or -Wuninitialized) reports once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// Token pairs of x, interleaved by tile: the 4 pairs of a tile (pairs 4i .. 4i + 3) lie chunk by
+// chunk, pair p's chunk c at ((p / 4 · chunks + c) · 4 + p % 4) · 16, so a tile's pairs are one
+// ascending stream rather than four (one thread, 128 tokens: ~1.05-1.1x on 768 x 768 and
+// 768 x 2048).
+// An odd last token is paired with zeros (its second results are never stored). Kept per thread,
+// grown only, and reused while the caller's x_version says x is unchanged.
+const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
+                            uint64_t x_version) {
+  struct Packed {
+    std::vector<float> pairs;
+    const float* x = nullptr;
+    int64_t x_stride = 0, num_tokens = 0, chunks = 0;
+    uint64_t version = 0;
+  };
+  thread_local Packed packed;
+  if (x_version != 0 && packed.version == x_version && packed.x == x &&
+      packed.x_stride == x_stride && packed.num_tokens == num_tokens && packed.chunks == chunks) {
+    return packed.pairs.data();
+  }
+  const int64_t pairs = (num_tokens + 1) / 2;
+  const auto size = static_cast<size_t>((pairs + 3) / 4 * 4 * chunks * 16);
+  if (packed.pairs.size() < size) packed.pairs.resize(size);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const float* first = x + 2 * p * x_stride;
+    const float* second = 2 * p + 1 < num_tokens ? first + x_stride : nullptr;
+    float* dst = packed.pairs.data() + (p / 4 * chunks * 4 + p % 4) * 16;
+    for (int64_t c = 0; c < chunks; ++c, dst += 64) {
+      const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
+      _mm512_storeu_ps(dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)),
+                                                high, 1));
+    }
+  }
+  packed.x = x;
+  packed.x_stride = x_stride;
+  packed.num_tokens = num_tokens;
+  packed.chunks = chunks;
+  packed.version = x_version;
+  return packed.pairs.data();
+}
+
+// The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
+template <DType kDType>
+inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
+  if constexpr (kDType == DType::kF32) {
+    return _mm512_broadcast_f32x8(_mm256_loadu_ps(static_cast<const float*>(base) + idx));
+  } else if constexpr (kDType == DType::kF16) {
+    const auto* p = static_cast<const uint16_t*>(base) + idx;
+    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  } else {
+    const auto* p = static_cast<const uint16_t*>(base) + idx;
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(both), 16));
+  }
+}
+
+// Each 256-bit half reduced in ReduceLanes' order: lane 0 holds the low half's sum, lane 8 the
+// high half's.
+inline __m512 ReducePairLanes(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));  // l_i + l_i+4
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));        // (s04+s26), (s15+s37)
+  return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// The chunks [begin, end) of a row that one pass over a row group's tiles covers. A tile's
+// accumulators wait in `state` between spans (storing and reloading them changes no bit).
+struct ChunkSpan {
+  int64_t begin = 0, end = 0;
+  bool first = true, last = true;
+  float* state = nullptr;  // kRows × kPairs registers, 64-byte aligned; unused for a whole row
+};
+
+// Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains over
+// the span's chunks.
+template <DType kDType, int kRows, int kPairs>
+inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const Weight& w,
+                     int64_t row, int64_t pair, const char* l2_lines, int64_t num_l2_lines,
+                     __m512 (&acc)[kRows][kPairs]) {
+  // The loops over the tile are unrolled by hand-given pragmas: at -O2 GCC keeps `acc` in memory
+  // otherwise, and the kernel runs at a third of its speed.
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 8
+    for (int p = 0; p < kPairs; ++p) {
+      acc[r][p] = span.first ? _mm512_setzero_ps() : _mm512_load_ps(span.state + (r * kPairs + p) * 16);
+    }
+  const float* xp = packed + pair * chunks * 16;  // pair is a multiple of 4
+  for (int64_t c = span.begin; c < span.end; ++c) {
+    // One line of the next row group per iteration rather than a burst: a burst stalled on fill
+    // buffers that the token-pair prefetches need.
+    if (c - span.begin < num_l2_lines) _mm_prefetch(l2_lines + (c - span.begin) * 64, _MM_HINT_T1);
+    __m512 wv[kRows];
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
+#pragma GCC unroll 8
+    for (int p = 0; p < kPairs; ++p) {
+      _mm_prefetch(reinterpret_cast<const char*>(xp + ((c + kPairChunksAhead) * 4 + p) * 16),
+                   _MM_HINT_T0);
+      const __m512 xv = _mm512_loadu_ps(xp + (c * 4 + p) * 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) acc[r][p] = _mm512_fmadd_ps(xv, wv[r], acc[r][p]);
+    }
+  }
+}
+
+// ReduceLanes for the 8 tokens of rows r and r + 1 (4 pairs each) at once: the same three levels
+// of additions, done across registers so that each add serves 2 to 4 sums instead of one. Lanes
+// 4b .. 4b + 3 of the result: row r token b, row r token 4 + b, row r + 1 token b, row r + 1
+// token 4 + b.
+inline __m512 SumHalves(__m512 a, __m512 b) {  // l_i + l_i+4 of tokens 2a, 2a + 1, 2b, 2b + 1
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+inline __m512 SumQuarters(__m512 low, __m512 high) {  // per 128 bits: s04 + s26, s15 + s37 of both
+  return _mm512_add_ps(_mm512_shuffle_ps(low, high, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(low, high, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+inline __m512 ReduceTwoRowsOfFourPairs(const __m512 (&first)[4], const __m512 (&second)[4]) {
+  const __m512 v = SumQuarters(SumHalves(first[0], first[1]), SumHalves(first[2], first[3]));
+  const __m512 u = SumQuarters(SumHalves(second[0], second[1]), SumHalves(second[2], second[3]));
+  return _mm512_add_ps(_mm512_shuffle_ps(v, u, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(v, u, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+template <DType kDType, int kRows, int kPairs>
+void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
+             int64_t chunks, const Weight& w, const Weight& bias, float* out, int64_t out_stride,
+             int64_t row, int64_t pair, const ChunkSpan& span, const char* l2_lines = nullptr,
+             int64_t num_l2_lines = 0) {
+  __m512 acc[kRows][kPairs];
+  PairTile<kDType, kRows, kPairs>(packed, chunks, span, w, row, pair, l2_lines, num_l2_lines, acc);
+  if (!span.last) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 8
+      for (int p = 0; p < kPairs; ++p) _mm512_store_ps(span.state + (r * kPairs + p) * 16, acc[r][p]);
+    return;
+  }
+  const int64_t body = chunks * 8;
+  const int64_t first_token = 2 * pair;
+  if constexpr (kPairs == 4 && kRows % 2 == 0) {
+    if (body == w.cols && first_token + 8 <= num_tokens) {
+      for (int r = 0; r < kRows; r += 2) {
+        alignas(64) float sums[16];
+        _mm512_store_ps(sums, ReduceTwoRowsOfFourPairs(acc[r], acc[r + 1]));
+        const float b0 = bias ? WeightValue(bias, row + r) : 0.0f;
+        const float b1 = bias ? WeightValue(bias, row + r + 1) : 0.0f;
+        float* o = out + first_token * out_stride + row + r;
+        for (int b = 0; b < 4; ++b) {
+          o[b * out_stride] = sums[4 * b] + b0;
+          o[(4 + b) * out_stride] = sums[4 * b + 1] + b0;
+          o[b * out_stride + 1] = sums[4 * b + 2] + b1;
+          o[(4 + b) * out_stride + 1] = sums[4 * b + 3] + b1;
+        }
+      }
+      return;
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const float b = bias ? WeightValue(bias, row + r) : 0.0f;
+    for (int p = 0; p < kPairs; ++p) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, ReducePairLanes(acc[r][p]));
+      for (int h = 0; h < 2; ++h) {
+        const int64_t t = first_token + 2 * p + h;
+        if (t >= num_tokens) break;
+        out[t * out_stride + row + r] = AddDotTail(lanes[8 * h], x + t * x_stride, w, row + r, body) + b;
+      }
+    }
+  }
+}
+
+// The tile shapes by (rows, pairs) at run time: full tiles, then the edges.
+template <DType kDType, int kRows>
+void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
+                 int64_t chunks, const Weight& w, const Weight& bias, float* out,
+                 int64_t out_stride, int64_t row, int64_t pair_begin, int64_t pair_end) {
+  // The next row group's weights are brought into L2 a slice per pair tile, so that its first
+  // pass does not wait on DRAM (the weights are read once per call; the pairs are in L2 already).
+  constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
+  const char* next_rows = static_cast<const char*>(w.data) + (row + kRows) * w.cols * kElementBytes;
+  const int64_t next_bytes = kRows * w.cols * kElementBytes;
+  const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
+  const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
+  const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
+  // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
+  const int64_t group_bytes = kRows * chunks * 8 * kElementBytes;
+  const int64_t span_count =
+      group_bytes > 2 * kSpanWeightBytes ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes : 1;
+  // At least one span, even an empty one: a row shorter than 8 is all tail, and its tiles must
+  // still run to write it.
+  const int64_t span_chunks = std::max<int64_t>(1, (chunks + span_count - 1) / span_count);
+  struct alignas(64) Register {
+    float lanes[16];
+  };
+  thread_local std::vector<Register> states;
+  const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
+  if (span_count > 1 && states.size() < state_size) states.resize(state_size);
+  for (int64_t begin = 0; begin < std::max<int64_t>(chunks, 1); begin += span_chunks) {
+    ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0, begin + span_chunks >= chunks, nullptr};
+    int64_t p = pair_begin;
+    int64_t tile = 0;
+    for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs, ++tile) {
+      // The next group is prefetched during the last span, when this group's weights are done.
+      const int64_t lines = span.last ? std::min(lines_per_tile, next_lines - prefetched) : 0;
+      if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
+      RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                         out_stride, row, p, span, next_rows + prefetched * 64, lines);
+      prefetched += lines;
+    }
+    if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
+    auto edge = [&]<int kPairs>() {
+      RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                     out_stride, row, p, span);
+    };
+    static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
+    switch (pair_end - p) {
+      case 1: edge.template operator()<1>(); break;
+      case 2: edge.template operator()<2>(); break;
+      case 3: edge.template operator()<3>(); break;
+      default: break;
+    }
+  }
+}
+
+template <DType kDType>
+void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                 int64_t row_end, uint64_t x_version) {
+  const int64_t chunks = w.cols / 8;
+  const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
+  const int64_t pairs = (num_tokens + 1) / 2;
+  // Pairs in blocks that stay in L2 while every row tile passes over them.
+  const int64_t block = std::max<int64_t>(
+      kTilePairs, kPairBlockBytes / std::max<int64_t>(chunks * 64, 1) / kTilePairs * kTilePairs);
+  for (int64_t pair_begin = 0; pair_begin < pairs; pair_begin += block) {
+    const int64_t pair_end = std::min(pairs, pair_begin + block);
+    int64_t r = row_begin;
+    for (; r + kTileRows <= row_end; r += kTileRows) {
+      RunRowGroup<kDType, kTileRows>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                     out_stride, r, pair_begin, pair_end);
+    }
+    for (; r < row_end; ++r) {
+      RunRowGroup<kDType, 1>(x, x_stride, num_tokens, packed, chunks, w, bias, out, out_stride, r,
+                             pair_begin, pair_end);
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+}  // namespace
+
+void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                      const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                      int64_t row_end, uint64_t x_version) {
+  switch (w.dtype) {
+    case DType::kF32:
+      return MatMulPairs<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
+                                      row_end, x_version);
+    case DType::kF16:
+      return MatMulPairs<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
+                                      row_end, x_version);
+    case DType::kBF16:
+      return MatMulPairs<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
+                                       row_begin, row_end, x_version);
+    case DType::kI8:
+    case DType::kQ4:
+      break;
+  }
+  Fail("MatMulRowsAvx512: {} weights go to the quantized kernels", DTypeName(w.dtype));
+}
+
+}  // namespace zinf::cpu

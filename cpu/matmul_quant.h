@@ -1,0 +1,20 @@
+// Matrix products of f32 activations with int8 and int4 weights (no layer is ever expanded to
+// floats): int8 as integer dot products with the activations quantized in blocks of 32, int4
+// dequantized in registers (from 8 tokens on, ~512 KiB of rows at a time into a scratch the float
+// kernel multiplies: cpu_matmul_q4_batched.h). Same contract as cpu::MatMulRows: an output
+// element's value depends only on its row and token, never on the batch, tiling or thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend.h"
+#include "cpu/isa.h"
+
+namespace zinf::cpu {
+
+// w.dtype is kI8 or kQ4; see MatMulRows for the arguments.
+void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                         const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                         int64_t row_end, CpuIsa isa);
+
+}  // namespace zinf::cpu

@@ -1,0 +1,127 @@
+// ThreadPool: workers watch a generation counter, run their part, and count down pending_.
+#include "cpu/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace zinf::cpu {
+
+namespace {
+
+// How long an idle thread polls before it sleeps: long enough to cover the gap between two
+// ParallelFor calls of a step, short enough that an idle pool costs nothing noticeable.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls `value` until it differs from `old` (true) or the spin time is over (false).
+template <typename T>
+bool SpinWhileEqual(const std::atomic<T>& value, T old) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  while (true) {
+    for (int j = 0; j < 16; ++j) {
+      if (value.load(std::memory_order_acquire) != old) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    // On a machine busier than the pool, the thread being waited for may be queued behind this
+    // one: give it the core.
+    std::this_thread::yield();
+  }
+}
+
+// Blocks until `value` differs from `old`: spin first, then sleep in the kernel.
+template <typename T>
+T WaitWhileEqual(const std::atomic<T>& value, T old) {
+  if (!SpinWhileEqual(value, old)) {
+    while (value.load(std::memory_order_acquire) == old) value.wait(old, std::memory_order_acquire);
+  }
+  return value.load(std::memory_order_acquire);
+}
+
+std::pair<int64_t, int64_t> PartRange(int64_t count, int num_parts, int part) {
+  const int64_t base = count / num_parts;
+  const int64_t extra = count % num_parts;
+  const int64_t begin = part * base + std::min<int64_t>(part, extra);
+  return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) {
+  const int num_workers = std::max(num_threads, 1) - 1;
+  workers_.reserve(num_workers);
+  for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i + 1); });
+}
+
+ThreadPool::~ThreadPool() {
+  stopping_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::RecordError(std::exception_ptr error) {
+  std::lock_guard lock(error_mutex_);
+  if (!error_) error_ = std::move(error);
+}
+
+void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, int64_t)>& body,
+                             int64_t min_grain) {
+  if (count <= 0) return;
+  const int64_t max_parts = std::max<int64_t>(1, count / std::max<int64_t>(min_grain, 1));
+  const int num_parts = static_cast<int>(std::min<int64_t>(num_threads(), max_parts));
+  if (num_parts == 1) {
+    body(0, count);
+    return;
+  }
+  body_ = &body;
+  count_ = count;
+  num_parts_ = num_parts;
+  error_ = nullptr;
+  // Every worker sees every generation (those beyond num_parts_ just acknowledge it), so the
+  // caller knows when none of them still reads body_.
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  std::exception_ptr caller_error;
+  try {
+    const auto [begin, end] = PartRange(count, num_parts, 0);
+    body(begin, end);
+  } catch (...) {
+    caller_error = std::current_exception();
+  }
+  for (int left = pending_.load(std::memory_order_acquire); left != 0;) {
+    left = WaitWhileEqual(pending_, left);
+  }
+  body_ = nullptr;
+  if (caller_error) std::rethrow_exception(caller_error);
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadPool::WorkerLoop(int worker_idx) {
+  uint64_t seen_generation = 0;
+  while (true) {
+    seen_generation = WaitWhileEqual(generation_, seen_generation);
+    if (stopping_.load(std::memory_order_acquire)) return;
+    if (worker_idx < num_parts_) {
+      const auto [begin, end] = PartRange(count_, num_parts_, worker_idx);
+      try {
+        (*body_)(begin, end);
+      } catch (...) {
+        RecordError(std::current_exception());
+      }
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+  }
+}
+
+}  // namespace zinf::cpu

@@ -1,0 +1,60 @@
+// The walk over a matrix product's outputs shared by the CPU kernels: register tiles of
+// kRows weight rows × kTokens tokens, the leftover tokens in one narrower tile, and token blocks
+// small enough to stay in L2 while the weight rows pass over them. The walk only decides which
+// tile computes an element, never how, so the kernels' batch invariance is untouched by it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/matmul.h"
+
+namespace zinf::cpu {
+
+// Activation bytes per token block: most of a 2 MiB L2, leaving room for the weight rows.
+inline constexpr int64_t kTokenBlockBytes = int64_t{768} << 10;
+
+// Calls tile.template operator()<R, T>(row, token) for every tile covering rows
+// [row_begin, row_end) × tokens [0, num_tokens). A lone token uses kDecodeRows-row tiles (more
+// independent rows hide FMA latency when there is nothing else to reuse); rows left over go one
+// at a time.
+template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
+void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
+                 TileFn&& tile) {
+  static_assert(kTokens >= 1 && kTokens <= 4, "leftover tiles cover at most 3 tokens");
+  const int64_t block =
+      std::max<int64_t>(kTokens, kTokenBlockBytes / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
+  // Rows [r, r + R) for tokens [t, t_end): full R × kTokens tiles, then one narrower tile.
+  auto row_group = [&]<int R>(int64_t r, int64_t t, int64_t t_end) {
+    for (; t + kTokens <= t_end; t += kTokens) tile.template operator()<R, kTokens>(r, t);
+    const int64_t left = t_end - t;
+    if (left == 1) tile.template operator()<R, 1>(r, t);
+    if constexpr (kTokens > 2) {
+      if (left == 2) tile.template operator()<R, 2>(r, t);
+    }
+    if constexpr (kTokens > 3) {
+      if (left == 3) tile.template operator()<R, 3>(r, t);
+    }
+  };
+  for (int64_t t = 0; t < num_tokens; t += block) {
+    const int64_t t_end = std::min(num_tokens, t + block);
+    int64_t r = row_begin;
+    if (t_end - t == 1) {
+      for (; r + kDecodeRows <= row_end; r += kDecodeRows) row_group.template operator()<kDecodeRows>(r, t, t_end);
+    }
+    for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
+    for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
+  }
+}
+
+// Writes a tile's results (rows r.., tokens t..) plus the bias into out[token][row].
+template <int kRows, int kTokens>
+inline void StoreTile(const float (&results)[kRows][kTokens], const Weight& bias, float* out,
+                      int64_t out_stride, int64_t r, int64_t t) {
+  for (int i = 0; i < kRows; ++i) {
+    const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
+  }
+}
+
+}  // namespace zinf::cpu

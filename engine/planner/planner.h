@@ -1,0 +1,148 @@
+// The placement planner: a pure function from a checkpoint's extent sizes, memory budgets, the
+// workload and measured bandwidths to where every extent lives, how it is staged, and the
+// throughput that placement predicts. `zinf plan` prints it; generate and bench run it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.h"
+
+namespace zinf {
+
+enum class Tier : uint8_t {
+  kDevice,  // compute-device memory (the GPU's; on the CPU backend, DRAM is the device)
+  kDram,    // host DRAM (page-locked), copied to the device per step
+  kNvme,    // the weights file, streamed through staging buffers every step
+};
+const char* TierName(Tier tier);
+
+enum class BackendKind : uint8_t { kCpu, kCuda };
+
+// Measured by `zinf calibrate` (or assumed, which the plan says).
+struct Bandwidths {
+  double disk_read_gbps = 2.0;    // O_DIRECT sequential read of the weights file's device
+  double dram_read_gbps = 20.0;   // all threads streaming from DRAM
+  double h2d_gbps = 25.0;         // pinned host → device copies (CUDA; PCIe 4.0 x16 ≈ 25)
+  double compute_gflops = 100.0;  // dense matmul rate of the backend, float weights
+  // The same with int8 and int4 weights, whose integer kernels run at other rates (0: as floats).
+  double int8_gflops = 0;
+  double int4_gflops = 0;
+  double device_gbps = 3000.0;    // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
+  double device_tflops = 400.0;   // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
+  bool measured = false;
+
+  double GflopsFor(DType weights) const {
+    const double quantized = weights == DType::kI8 ? int8_gflops
+                             : weights == DType::kQ4 ? int4_gflops
+                                                     : 0.0;
+    return quantized > 0 ? quantized : compute_gflops;
+  }
+};
+
+struct Workload {
+  int batch_size = 8;      // sequences decoded together
+  int max_context = 2048;  // positions per sequence (KV cache)
+  int step_tokens = 512;   // most tokens in one forward step (activation size)
+  DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
+  // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
+  // over it, so device memory holds weights instead and the batch can grow past it.
+  bool kv_offload = false;
+};
+
+struct PlannerInputs {
+  const Checkpoint* checkpoint = nullptr;
+  BackendKind backend = BackendKind::kCpu;
+  uint64_t gpu_mem_bytes = 0;  // budget for the device (CUDA)
+  uint64_t cpu_mem_bytes = 0;  // budget for DRAM: resident extents + staging + KV cache + activations
+  Workload workload;
+  Bandwidths bandwidths;
+  int max_prefetch_depth = 2;
+};
+
+// With extents on NVMe, a CUDA plan's staging holds one buffer beyond its prefetch depth + 1 for
+// the GPU still copying out of the extent last released (io::TieredOptions::copy_buffers).
+inline constexpr int kCudaCopyBuffers = 1;
+
+struct Plan {
+  std::vector<Tier> placement;  // per extent, in checkpoint order
+  int prefetch_depth = 0;
+  int num_staging_buffers = 0;
+  uint64_t staging_buffer_bytes = 0;
+  Tier kv_tier = Tier::kDevice;
+  // DRAM (CPU backend: the device) the plan uses, by purpose.
+  uint64_t resident_bytes = 0;
+  uint64_t staging_bytes = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t activation_bytes = 0;
+  uint64_t streamed_bytes_per_step = 0;
+  bool offload_needed = false;
+  // CUDA plans: resident_bytes are in device memory; these are the rest.
+  uint64_t pinned_bytes = 0;         // DRAM-tier extents, page-locked, copied every step
+  uint64_t device_slot_bytes = 0;    // the ring of device weight slots the copies land in
+  uint64_t device_bytes = 0;         // device memory used: resident + slots + KV + activations
+  double h2d_seconds_per_step = 0;
+  double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
+  // Decode-step prediction: the step takes as long as the slowest of reading the streamed
+  // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
+  double io_seconds_per_step = 0;
+  double memory_seconds_per_step = 0;
+  double compute_seconds_per_step = 0;
+  double predicted_tokens_per_s = 0;
+  std::string bound;  // "disk", "memory" or "compute"; CUDA: "disk", "pcie", "hbm", "compute",
+                      // or "cpu-attention" (reading an offloaded KV cache from DRAM)
+  bool on_cuda = false;
+
+  uint64_t total_dram_bytes() const {
+    return on_cuda ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0)
+                   : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
+  }
+  // CUDA plans: the KV cache's bytes in device memory (0 when it is offloaded to DRAM).
+  uint64_t device_kv_bytes() const { return kv_tier == Tier::kDevice ? kv_bytes : 0; }
+  // One line for logs and bench output.
+  std::string Summary() const;
+};
+
+// The staging ring the weight source holds in DRAM under a CUDA placement (cmd/engine_session.cpp):
+// device-resident extents pass through it once, on their way to the GPU, and NVMe ones every
+// step, so its buffers are as large as the largest of either; max(depth, 1) + 1 of them, plus
+// copy_buffers (kCudaCopyBuffers) when any extent is on NVMe. None when neither kind exists.
+struct CudaStaging {
+  int buffers = 0;  // copy_buffers included
+  int copy_buffers = 0;
+  uint64_t buffer_bytes = 0;
+  uint64_t bytes() const { return buffers * buffer_bytes; }
+};
+CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
+                           const std::vector<Tier>& placement, int prefetch_depth);
+// Sets plan's staging fields to CudaStagingFor its placement and prefetch depth; returns it.
+CudaStaging SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan);
+
+// Throws zinf::Error with the numbers when even full streaming does not fit the budget.
+Plan MakePlan(const PlannerInputs& inputs);
+// The CUDA backend's plan (MakePlan dispatches here): engine/planner/cuda_planner.cpp.
+Plan MakeCudaPlan(const PlannerInputs& inputs);
+
+// The memory use and prediction of a placement chosen elsewhere (--weights resident|stream), so
+// runs that override the planner still report how close they came to their bound.
+Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
+                       int prefetch_depth);
+
+struct BatchChoice {
+  int batch_size = 1;
+  Plan plan;
+  std::string why;  // one line: the candidates' predictions and the reason for the pick
+};
+
+// --batch-size auto: the batch (powers of two up to max_batch) whose plan predicts the most decode
+// tokens/s under the budget — larger batches serve more tokens per byte read, until the KV cache
+// crowds resident weights out or the arithmetic becomes the bound. The smallest batch within 3% of
+// the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
+BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
+
+// KV-cache and activation bytes of a workload on the CPU backend (f32 activations).
+uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
+uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);
+
+}  // namespace zinf

@@ -1,0 +1,60 @@
+// Pieces the CPU and CUDA planners share: the order extents claim residency, the arithmetic a
+// step does, and sizes for messages. Internal to engine/planner*.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/planner/planner.h"
+
+namespace zinf::planner_detail {
+
+// "1.59 GiB", "26.1 MiB", "512 KiB": the unit that keeps a size readable.
+std::string GiB(uint64_t bytes);
+
+// Order in which extents claim residency. Per byte kept resident, every extent saves the same
+// transfer time; but the largest extent still moved sets the size of every staging buffer (and
+// device slot), so the largest go first. Among equals the embeddings lead (only a few of their rows
+// are used, yet moving them moves them whole), then file order.
+std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents);
+
+// The largest extent placed on `tier` (0 when none is).
+uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
+                   Tier tier);
+
+// Distinct extent sizes in `order`, largest first: the caps KeepGreedily is tried with (the first
+// forces nothing).
+std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
+                                    const std::vector<size_t>& order);
+
+// The bytes of the buffers a placement needs beside its kept extents (a staging ring, slots).
+using RingBytes = std::function<uint64_t(const std::vector<Tier>& placement)>;
+// A ring of `buffers` buffers sized to the largest extent on `tier`.
+RingBytes RingOf(const std::vector<ExtentInfo>& extents, int buffers, Tier tier);
+
+// Moves extents from tier `moved` to tier `kept` within a budget that also holds `ring` (sized by
+// what is left on `moved`): first every extent larger than `cap`, then, in `order`, each further
+// one while kept bytes + ring ≤ room. Returns the kept bytes, or nullopt when the forced extents
+// and their ring do not fit. The cap matters when a few extents are much larger than the rest (a
+// 32k-vocabulary embedding and head beside small layers): one at a time, the first of them never
+// fits, since the second, still moved, sizes the ring.
+std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
+                                     const std::vector<size_t>& order, uint64_t cap,
+                                     const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
+                                     std::vector<Tier>& placement);
+
+// Parameters that take part in matrix products (the embedding table is a lookup).
+double ParameterCount(const Checkpoint& checkpoint);
+
+// Seconds the CPU backend's products take per step of `tokens` rows: each tensor's 2 × elements ×
+// tokens FLOPs at the rate of its dtype's kernel.
+double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
+
+}  // namespace zinf::planner_detail
+
+namespace zinf {
+std::string CudaSummary(const Plan& plan);
+}  // namespace zinf

@@ -1,0 +1,104 @@
+// Temporary-file-then-rename output with fsync, and whole-file reads.
+#include "model_formats/atomic_output_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "engine/error.h"
+
+namespace zinf::formats {
+
+namespace {
+
+// fsync of the directory makes the rename itself durable (POSIX leaves it to the directory entry).
+void SyncDirectoryOf(const std::string& path) {
+  std::string directory = std::filesystem::path(path).parent_path().string();
+  if (directory.empty()) directory = ".";
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) Fail("cannot open directory {} to sync it: {}", directory, std::strerror(errno));
+  int rc = ::fsync(fd);
+  int saved_errno = errno;
+  ::close(fd);
+  // Some file systems do not support fsync on directories (EINVAL); the rename is still done.
+  if (rc != 0 && saved_errno != EINVAL) {
+    Fail("cannot sync directory {}: {}", directory, std::strerror(saved_errno));
+  }
+}
+
+}  // namespace
+
+AtomicOutputFile::AtomicOutputFile(std::string final_path)
+    : final_path_(std::move(final_path)), temp_path_(final_path_ + ".tmp") {
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) Fail("cannot create {}: {}", temp_path_, std::strerror(errno));
+}
+
+AtomicOutputFile::~AtomicOutputFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+void AtomicOutputFile::Write(std::span<const std::byte> bytes) {
+  ZINF_CHECK(fd_ >= 0, "write to {} after commit", final_path_);
+  while (!bytes.empty()) {
+    ssize_t written = ::write(fd_, bytes.data(), bytes.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      Fail("cannot write {}: {}", temp_path_, std::strerror(errno));
+    }
+    bytes = bytes.subspan(static_cast<size_t>(written));
+    bytes_written_ += static_cast<uint64_t>(written);
+  }
+}
+
+void AtomicOutputFile::WriteZeros(uint64_t count) {
+  static const std::vector<std::byte> kZeros(4096);
+  while (count > 0) {
+    size_t chunk = count < kZeros.size() ? static_cast<size_t>(count) : kZeros.size();
+    Write(std::span<const std::byte>(kZeros.data(), chunk));
+    count -= chunk;
+  }
+}
+
+void AtomicOutputFile::Commit() {
+  ZINF_CHECK(fd_ >= 0, "second commit of {}", final_path_);
+  if (::fsync(fd_) != 0) Fail("cannot sync {}: {}", temp_path_, std::strerror(errno));
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) {
+    ::unlink(temp_path_.c_str());
+    Fail("cannot close {}: {}", temp_path_, std::strerror(errno));
+  }
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    int saved_errno = errno;
+    ::unlink(temp_path_.c_str());
+    Fail("cannot rename {} to {}: {}", temp_path_, final_path_, std::strerror(saved_errno));
+  }
+  SyncDirectoryOf(final_path_);
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& text) {
+  AtomicOutputFile file(path);
+  file.Write(std::as_bytes(std::span<const char>(text.data(), text.size())));
+  file.Commit();
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail("cannot open {}: {}", path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) Fail("cannot read {}", path);
+  return text.str();
+}
+
+}  // namespace zinf::formats

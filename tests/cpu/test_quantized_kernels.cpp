@@ -1,0 +1,418 @@
+// int8 / int4 quantization and the CPU kernels that read it: error bounds of the quantizers
+// (weights, and the int8 kernels' activation blocks), kernel results against a float64 product of
+// the operands they multiply, each vector level against portable bit for bit, and batch
+// invariance.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "cpu/matmul.h"
+#include "cpu/matmul_quant.h"
+#include "cpu/q8_activations.h"
+#include "engine/quantized.h"
+#include "tests/support/random_values.h"
+
+namespace zinf {
+
+using testing::RandomValues;
+
+namespace {
+
+// A quantized copy of `values` ([rows, cols]) in its layout, as the converter writes it.
+struct QuantizedMatrix {
+  std::vector<std::byte> bytes;
+  Weight weight;
+
+  QuantizedMatrix(const std::vector<float>& values, DType dtype, int64_t rows, int64_t cols,
+                  int group_size) {
+    const QuantLayout layout = LayoutOf(dtype, rows, cols, group_size);
+    bytes.assign(layout.total_bytes(), std::byte{0xAB});  // garbage in the padding must not matter
+    for (int64_t r = 0; r < rows; ++r) {
+      auto* row_values = reinterpret_cast<uint8_t*>(bytes.data() + r * layout.row_bytes());
+      std::byte* scales = bytes.data() + layout.scales_offset();
+      if (dtype == DType::kI8) {
+        QuantizeRowI8(&values[r * cols], cols, reinterpret_cast<int8_t*>(row_values),
+                      reinterpret_cast<float*>(scales) + r);
+      } else {
+        QuantizeRowQ4(&values[r * cols], cols, group_size, row_values,
+                      reinterpret_cast<uint16_t*>(scales) + r * layout.groups() * 2);
+      }
+    }
+    weight = {bytes.data(), dtype, rows, cols, dtype == DType::kQ4 ? group_size : 0};
+  }
+};
+
+// Every kernel level above portable, each skipped with a note where this CPU lacks it.
+std::vector<cpu::CpuIsa> VectorIsas() {
+  std::vector<cpu::CpuIsa> isas;
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
+    if (cpu::BestCpuIsa() >= isa) {
+      isas.push_back(isa);
+    } else {
+      WARN("skipping the " << cpu::CpuIsaName(isa) << " kernels: this CPU does not support them");
+    }
+  }
+  return isas;
+}
+
+}  // namespace
+
+TEST_CASE("int8 rows round-trip within half a step of their scale") {
+  for (int64_t cols : {1, 7, 64, 172}) {
+    const std::vector<float> values = RandomValues(3 * cols, 11 + cols);
+    const QuantizedMatrix q(values, DType::kI8, 3, cols, 0);
+    std::vector<float> row(cols);
+    for (int64_t r = 0; r < 3; ++r) {
+      DequantizeRow(q.weight, r, row.data());
+      float max_abs = 0;
+      for (int64_t c = 0; c < cols; ++c) max_abs = std::max(max_abs, std::fabs(values[r * cols + c]));
+      for (int64_t c = 0; c < cols; ++c) {
+        INFO("cols " << cols << " row " << r << " col " << c);
+        CHECK(std::fabs(row[c] - values[r * cols + c]) <= max_abs / 127.0f * 0.5001f);
+      }
+    }
+  }
+}
+
+TEST_CASE("int4 groups round-trip within half a step, partial last groups included") {
+  for (int group_size : {32, 64, 128}) {
+    for (int64_t cols : {32, 172, 200, 9}) {
+      const std::vector<float> values = RandomValues(2 * cols, 7 + cols);
+      const QuantizedMatrix q(values, DType::kQ4, 2, cols, group_size);
+      std::vector<float> row(cols);
+      for (int64_t r = 0; r < 2; ++r) {
+        DequantizeRow(q.weight, r, row.data());
+        for (int64_t begin = 0; begin < cols; begin += group_size) {
+          const int64_t end = std::min(cols, begin + group_size);
+          float low = values[r * cols + begin], high = low;
+          for (int64_t c = begin; c < end; ++c) {
+            low = std::min(low, values[r * cols + c]);
+            high = std::max(high, values[r * cols + c]);
+          }
+          // Half a step, plus the f16 rounding of the group's minimum and scale.
+          const float bound = (high - low) / 15.0f * 0.51f + std::fabs(low) * 1e-3f + 1e-6f;
+          for (int64_t c = begin; c < end; ++c) {
+            INFO("group " << group_size << " cols " << cols << " col " << c);
+            CHECK(std::fabs(row[c] - values[r * cols + c]) <= bound);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a constant row quantizes exactly") {
+  const std::vector<float> values(100, 0.25f);
+  for (DType dtype : {DType::kI8, DType::kQ4}) {
+    const QuantizedMatrix q(values, dtype, 1, 100, 32);
+    std::vector<float> row(100);
+    DequantizeRow(q.weight, 0, row.data());
+    for (float v : row) CHECK(v == 0.25f);
+  }
+}
+
+// The activations an int8 kernel multiplies: each token's row through its Q8 blocks and back.
+std::vector<float> Q8RoundTrip(const std::vector<float>& x, int64_t tokens, int64_t cols) {
+  const int64_t blocks = cpu::Q8Blocks(cols);
+  std::vector<int8_t> values(blocks * cpu::kQ8BlockElements);
+  std::vector<float> scales(blocks), out(x.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    cpu::QuantizeRowQ8(&x[t * cols], cols, values.data(), scales.data(), false);
+    for (int64_t c = 0; c < cols; ++c)
+      out[t * cols + c] = values[c] * scales[c / cpu::kQ8BlockElements];
+  }
+  return out;
+}
+
+TEST_CASE("quantized matmul equals a float64 product of the operands it multiplies") {
+  // int8 multiplies the activations' Q8 blocks (exactly representable as q · scale); int4 the
+  // f32 activations. Both multiply the dequantized weights.
+  struct Shape {
+    DType dtype;
+    int64_t rows, cols;
+    int group_size;
+  };
+  const Shape shapes[] = {{DType::kI8, 13, 64, 0},   {DType::kI8, 9, 172, 0},
+                          {DType::kI8, 5, 37, 0},    {DType::kI8, 6, 7, 0},
+                          {DType::kI8, 7, 768, 0},   {DType::kQ4, 13, 64, 32},
+                          {DType::kQ4, 9, 172, 32},  {DType::kQ4, 6, 172, 64},
+                          {DType::kQ4, 7, 300, 128}, {DType::kQ4, 4, 44, 32}};
+  for (const Shape& shape : shapes) {
+    const std::vector<float> values = RandomValues(shape.rows * shape.cols, 3);
+    const QuantizedMatrix q(values, shape.dtype, shape.rows, shape.cols, shape.group_size);
+    const std::vector<float> bias_values = RandomValues(shape.rows, 4);
+    const Weight bias{bias_values.data(), DType::kF32, 1, shape.rows, 0};
+    const int64_t tokens = 5;
+    const std::vector<float> x = RandomValues(tokens * shape.cols, 5);
+    const std::vector<float> operand =
+        shape.dtype == DType::kI8 ? Q8RoundTrip(x, tokens, shape.cols) : x;
+    std::vector<float> dequantized(shape.rows * shape.cols);
+    for (int64_t r = 0; r < shape.rows; ++r)
+      DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
+    std::vector<cpu::CpuIsa> isas = VectorIsas();
+    isas.insert(isas.begin(), cpu::CpuIsa::kPortable);
+    for (cpu::CpuIsa isa : isas) {
+      std::vector<float> out(tokens * shape.rows);
+      cpu::MatMulRowsQuantized(x.data(), shape.cols, tokens, q.weight, bias, out.data(),
+                               shape.rows, 0, shape.rows, isa);
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t r = 0; r < shape.rows; ++r) {
+          double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
+          for (int64_t c = 0; c < shape.cols; ++c) {
+            const double product =
+                static_cast<double>(operand[t * shape.cols + c]) * dequantized[r * shape.cols + c];
+            exact += product;
+            magnitude += std::fabs(product);
+          }
+          INFO(DTypeName(shape.dtype) << " " << shape.rows << "x" << shape.cols << " g"
+                                      << shape.group_size << " " << cpu::CpuIsaName(isa));
+          CHECK(std::fabs(out[t * shape.rows + r] - exact) <= 1e-5 * magnitude);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 activation blocks: within half a step of each block's scale, zero-padded") {
+  for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768}) {
+    std::vector<float> x = RandomValues(cols, 21 + cols);
+    // A block of zeros and a block a million times smaller than the rest.
+    if (cols >= 96) {
+      for (int64_t c = 32; c < 64; ++c) x[c] = 0.0f;
+      for (int64_t c = 64; c < 96; ++c) x[c] *= 1e-6f;
+    }
+    const int64_t blocks = cpu::Q8Blocks(cols);
+    std::vector<int8_t> values(blocks * cpu::kQ8BlockElements, 99);
+    std::vector<float> scales(blocks, -1.0f);
+    cpu::QuantizeRowQ8(x.data(), cols, values.data(), scales.data(), false);
+    for (int64_t b = 0; b < blocks; ++b) {
+      float max_abs = 0;
+      for (int64_t c = b * 32; c < std::min(cols, b * 32 + 32); ++c)
+        max_abs = std::max(max_abs, std::fabs(x[c]));
+      CHECK(scales[b] == max_abs / 127.0f);
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      INFO("cols " << cols << " col " << c);
+      CHECK(values[c] >= -127);
+      CHECK(std::fabs(values[c] * scales[c / 32] - x[c]) <= scales[c / 32] * 0.5001f);
+    }
+    for (int64_t c = cols; c < blocks * 32; ++c) CHECK(values[c] == 0);
+  }
+}
+
+TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's bytes") {
+  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768, 2048}) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      std::vector<float> x = RandomValues(cols, 31 + seed, seed == 3 ? 1e4f : 1.0f);
+      // Ties at x · 127 / max = k + 0.5 (round to even), a max hit exactly, specials.
+      if (cols >= 8) {
+        x[0] = 127.0f;
+        x[1] = 0.5f;
+        x[2] = -2.5f;
+        x[3] = -0.0f;
+      }
+      if (seed == 1 && cols > 40) x[40] = nan;
+      if (seed == 2 && cols > 40) x[40] = -inf;
+      if (seed == 2 && cols > 70) {  // a block too small to invert: zeros with a zero scale
+        std::fill(x.begin() + 64, x.begin() + std::min<int64_t>(cols, 96), 1e-35f);
+      }
+      const int64_t blocks = cpu::Q8Blocks(cols);
+      std::vector<int8_t> portable(blocks * 32, 1), avx2(blocks * 32, 2);
+      std::vector<float> portable_scales(blocks), avx2_scales(blocks);
+      cpu::QuantizeRowQ8(x.data(), cols, portable.data(), portable_scales.data(), false);
+      cpu::QuantizeRowQ8(x.data(), cols, avx2.data(), avx2_scales.data(), true);
+      INFO("cols " << cols << " seed " << seed);
+      CHECK(portable == avx2);
+      CHECK(std::memcmp(portable_scales.data(), avx2_scales.data(), blocks * sizeof(float)) == 0);
+      if ((seed == 1 || seed == 2) && cols > 40) CHECK(std::isnan(portable_scales[1]));  // NaN, −inf
+      if (seed == 2 && cols >= 96) CHECK(portable_scales[2] == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("int8 matmul: every vector kernel equals the portable one bit for bit") {
+  const std::vector<cpu::CpuIsa> isas = VectorIsas();
+  for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
+    // 37 rows: several 8- and 16-row tiles, a pair and a lone row left over.
+    const int64_t rows = 37;
+    QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
+    // −128 is outside the quantizer's range but a file may hold it: every kernel takes it to
+    // −128·|x| (the sign trick negates it to itself). One in the first row, one in the last
+    // column (a partial block) of row 20; the other row groups hold none.
+    auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+    values[0] = -128;
+    values[20 * cols + cols - 1] = -128;
+    const std::vector<float> bias_values = RandomValues(rows, 42);
+    const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
+    for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 17}) {
+      std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
+      // Exact zeros (the sign trick's x = 0), a whole zero block (scale 0) and extremes.
+      for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
+      if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+      x[tokens * cols - 1] = -50.0f;
+      std::vector<float> portable(tokens * rows);
+      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
+                               rows, cpu::CpuIsa::kPortable);
+      for (cpu::CpuIsa isa : isas) {
+        for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}}) {
+          std::vector<float> vector(tokens * rows, -1.0f);
+          // Rows split as a thread pool would.
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
+                                   split, isa);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                   split, rows, isa);
+          INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
+                                    << split);
+          CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int4 matmul: every vector kernel equals the portable one bit for bit") {
+  // From 8 tokens on, rows are dequantized a block at a time and multiplied by the float kernel
+  // (cpu_matmul_q4_batched.h); below, the int4 kernels read the nibbles directly. Both must give
+  // the portable bits, with biases in f32 and bf16 (a block's bias starts mid-vector), partial
+  // blocks and groups, and row ranges split as a thread pool would.
+  const std::vector<cpu::CpuIsa> isas = VectorIsas();
+  for (int group_size : {32, 64, 128}) {
+    for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
+      const int64_t rows = 37;  // at 1040 and 4100 columns, several dequantized blocks
+      QuantizedMatrix q(RandomValues(rows * cols, 51 + cols), DType::kQ4, rows, cols, group_size);
+      const std::vector<float> bias_f32 = RandomValues(rows, 52);
+      std::vector<uint16_t> bias_bf16(rows);
+      for (int64_t r = 0; r < rows; ++r) bias_bf16[r] = static_cast<uint16_t>(0x3f80 + 7 * r);
+      const Weight biases[] = {{bias_f32.data(), DType::kF32, 1, rows, 0},
+                               {bias_bf16.data(), DType::kBF16, 1, rows, 0}};
+      for (const Weight& bias : biases) {
+        for (int64_t tokens : {1, 7, 8, 9, 17, 40}) {
+          std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
+          x[tokens * cols - 1] = -50.0f;
+          std::vector<float> portable(tokens * rows);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows,
+                                   0, rows, cpu::CpuIsa::kPortable);
+          for (cpu::CpuIsa isa : isas) {
+            for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
+              std::vector<float> vector(tokens * rows, -1.0f);
+              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                       0, split, isa);
+              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                       split, rows, isa);
+              INFO(cpu::CpuIsaName(isa) << " group " << group_size << " cols " << cols
+                                        << " tokens " << tokens << " split " << split << " bias "
+                                        << DTypeName(bias.dtype));
+              CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
+                    0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product at every level") {
+  // x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
+  const int64_t rows = 20, cols = 64, tokens = 6;
+  std::vector<float> ones(rows * cols, 1.0f);
+  QuantizedMatrix q(ones, DType::kI8, rows, cols, 0);  // all 127, scale 1/127
+  auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+  for (int64_t r = 0; r < rows; ++r) values[r * cols + r] = -128;
+  std::vector<float> x(tokens * cols, 0.0f);
+  for (int64_t t = 0; t < tokens; ++t) {
+    x[t * cols + 63] = 127.0f;  // block 1's scale 1: the −128 bytes meet exact integers
+    for (int64_t c = 0; c < 32; ++c) x[t * cols + c] = (c + t) % 3 == 0 ? -1.0f : 0.5f;
+  }
+  std::vector<float> portable(tokens * rows);
+  cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
+                           cpu::CpuIsa::kPortable);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      // Block 0 (scale 1/127): x = −1 or 0.5 quantize to −127 or 64, against 127 but for the
+      // −128 at column r, which gives −128·|q|. Block 1 (scale 1): 127 · 127. Row scale 1/127.
+      int64_t block0 = 0;
+      for (int64_t c = 0; c < 32; ++c) {
+        const int64_t qx = x[t * cols + c] < 0 ? -127 : 64;
+        block0 += c == r ? -128 * std::abs(qx) : qx * 127;
+      }
+      const double expected = (block0 / 127.0 + 127.0 * 127.0) / 127.0;
+      INFO("token " << t << " row " << r);
+      CHECK(std::fabs(portable[t * rows + r] - expected) <= 1e-5 * std::fabs(expected));
+    }
+  }
+  for (cpu::CpuIsa isa : VectorIsas()) {
+    std::vector<float> vector(tokens * rows, -1.0f);
+    cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, vector.data(), rows, 0, rows,
+                             isa);
+    INFO(cpu::CpuIsaName(isa));
+    CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("int8 matmul: quantizing activations errs by at most half a step per block") {
+  // |Σ w·(x − x̂)| ≤ Σ |w| · scale_block / 2, plus f32 rounding.
+  const int64_t rows = 8, cols = 200, tokens = 3;
+  const std::vector<float> values = RandomValues(rows * cols, 51);
+  const QuantizedMatrix q(values, DType::kI8, rows, cols, 0);
+  const std::vector<float> x = RandomValues(tokens * cols, 52, 3.0f);
+  std::vector<float> out(tokens * rows), dequantized(cols);
+  cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, out.data(), rows, 0, rows);
+  std::vector<int8_t> xq(cpu::Q8Blocks(cols) * 32);
+  std::vector<float> scales(cpu::Q8Blocks(cols));
+  for (int64_t t = 0; t < tokens; ++t) {
+    cpu::QuantizeRowQ8(&x[t * cols], cols, xq.data(), scales.data(), false);
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(q.weight, r, dequantized.data());
+      double exact = 0, bound = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        exact += static_cast<double>(x[t * cols + c]) * dequantized[c];
+        bound += std::fabs(static_cast<double>(dequantized[c])) * scales[c / 32] / 2 +
+                 1e-6 * std::fabs(static_cast<double>(x[t * cols + c]) * dequantized[c]);
+      }
+      INFO("token " << t << " row " << r);
+      CHECK(std::fabs(out[t * rows + r] - exact) <= bound);
+    }
+  }
+}
+
+TEST_CASE("quantized matmul: a token's result does not depend on the batch or the kernel") {
+  struct Shape {
+    int64_t rows, cols, tokens, split;
+  };
+  // 9 tokens: 4 + 4 + 1 tiles; 100 tokens × 8192 columns: more than one L2 token block.
+  const Shape shapes[] = {{11, 172, 9, 5}, {5, 8192, 100, 2}};
+  for (DType dtype : {DType::kI8, DType::kQ4}) {
+    for (const Shape& shape : shapes) {
+      const int64_t rows = shape.rows, cols = shape.cols, tokens = shape.tokens;
+      const QuantizedMatrix q(RandomValues(rows * cols, 8), dtype, rows, cols, 32);
+      const std::vector<float> x = RandomValues(tokens * cols, 9);
+      std::vector<float> batched(tokens * rows);
+      cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, batched.data(), rows, 0, rows);
+      for (int64_t t = 0; t < tokens; ++t) {
+        std::vector<float> single(rows), portable(rows);
+        // Rows split as a thread pool would.
+        const float* xt = &x[t * cols];
+        cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, 0, shape.split);
+        cpu::MatMulRows(xt, cols, 1, q.weight, {}, single.data(), rows, shape.split, rows);
+        cpu::MatMulRowsQuantized(xt, cols, 1, q.weight, {}, portable.data(), rows, 0, rows,
+                                 cpu::CpuIsa::kPortable);
+        for (int64_t r = 0; r < rows; ++r) {
+          INFO(DTypeName(dtype) << " cols " << cols << " token " << t << " row " << r);
+          CHECK(single[r] == batched[t * rows + r]);
+          CHECK(portable[r] == batched[t * rows + r]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace zinf
