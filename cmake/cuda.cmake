@@ -51,8 +51,7 @@ if(ZINF_HAVE_CUDA)
   message(STATUS "zinf: CUDA backend enabled (${CMAKE_CUDA_COMPILER}, "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()
-  add_library(zinf_cuda STATIC ${CMAKE_SOURCE_DIR}/cuda/cuda_unavailable.cpp
-                               ${CMAKE_SOURCE_DIR}/cuda/cuda_memory_plan.cpp)
+  add_library(zinf_cuda STATIC ${CMAKE_SOURCE_DIR}/cuda/cuda_unavailable.cpp)
   target_link_libraries(zinf_cuda PUBLIC zinf_engine)
   message(STATUS "zinf: CUDA backend not built (ZINF_CUDA=${ZINF_CUDA}); --device cuda will "
                  "explain how to get it")

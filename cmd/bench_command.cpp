@@ -124,8 +124,8 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
                    rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
                    rate(stats.generated_tokens, seconds),     rate(streamed / 1e9, seconds),
                    session.limits().max_sequences,           session.plan().predicted_tokens_per_s,
-                   session.plan().bound};
-  if (session.plan().on_cuda) {
+                   BoundName(session.plan().bound)};
+  if (session.plan().on_cuda()) {
     result.moved_bytes_per_step =
         static_cast<double>(session.plan().pinned_bytes + session.plan().streamed_bytes_per_step);
     result.h2d_gbps = rate((copies.bytes - copies_before.bytes) / 1e9, copy_seconds);

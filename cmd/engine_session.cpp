@@ -43,6 +43,9 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.step_tokens = limits.max_tokens_per_step;
   inputs.workload.kv_dtype = limits.kv_dtype;
   inputs.workload.kv_offload = ParseKvOffload(options.device.kv_offload, options.device.device);
+  inputs.workload.micro_batch_tokens = limits.micro_batch_tokens;
+  inputs.workload.logit_rows = limits.max_logit_rows;
+  inputs.workload.gpu_compute = ParseGpuCompute(options.device.gpu_compute);
   if (std::optional<Bandwidths> measured = LoadCalibration()) inputs.bandwidths = *measured;
   return inputs;
 }
@@ -108,7 +111,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     Fail("--device: '{}' is not one of cpu, cuda", options.device.device);
   }
   if (options.device.device == "cuda") {
-    cuda::ParseComputeType(options.device.gpu_compute);  // a bad flag first, whatever the machine
+    ParseGpuCompute(options.device.gpu_compute);  // a bad flag first, whatever the machine
     ParseKvOffload(options.device.kv_offload, options.device.device);
     if (const std::string reason = cuda::CudaUnavailableReason(); !reason.empty()) {
       Fail("--device cuda: {}; run with --device cpu", reason);
@@ -123,84 +126,46 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     limits_.max_tokens_per_step = std::max(options.step_tokens, choice.batch_size);
     inputs = InputsFor(checkpoint, options, limits_);
   }
+  plan_ = PlanRun(checkpoint, options, inputs);
+  spdlog::info("{}", plan_.Summary());
+  io::WeightSourceOptions io_options;
+  io_options.fault_hook = options.fault_hook;
   if (options.device.device == "cuda") {
-    OpenCuda(checkpoint, options, inputs);
-    return;
-  }
-  if (options.weights == "auto") {
-    plan_ = MakePlan(inputs);
-    if (options.prefetch_depth >= 0 && plan_.offload_needed) {
-      plan_ = EvaluatePlacement(inputs, plan_.placement, options.prefetch_depth);
+    cuda::CudaOptions cuda_options;
+    cuda_options.device = options.device.gpu;
+    cuda_options.compute = inputs.workload.gpu_compute;
+    cuda_options.gpu_mem_bytes = inputs.gpu_mem_bytes;
+    cuda_options.placement = plan_.placement;
+    cuda_options.kv_offload = inputs.workload.kv_offload;
+    cuda_options.host_threads = CpuThreads(options);
+    backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
+    weights_ = io::OpenWeightSource(checkpoint, plan_.placement, io_options);
+    for (const std::span<const std::byte> region : weights_->HostMemory()) {
+      backend_->UseHostMemory(region);
     }
-  } else if (options.weights == "resident" || options.weights == "stream") {
-    const Tier tier = options.weights == "resident" ? Tier::kDevice : Tier::kNvme;
-    plan_ = EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier),
-                              options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
   } else {
-    Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
+    weights_ = io::OpenWeightSource(checkpoint, plan_.placement, io_options);
+    backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
   }
-  spdlog::info("{}", plan_.Summary());
-  OpenWeights(checkpoint, options);
-  backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
-  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
+  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_, plan_.placement);
 }
 
-void EngineSession::OpenWeights(const Checkpoint& checkpoint, const SessionOptions& options) {
-  io::WeightSourceOptions source;
-  source.fault_hook = options.fault_hook;
-  for (Tier tier : plan_.placement) {
-    source.placements.push_back(tier == Tier::kNvme ? io::WeightPlacement::kStreamed
-                                                    : io::WeightPlacement::kResident);
-  }
-  source.prefetch_depth = plan_.prefetch_depth;
-  weights_ = io::OpenWeightSource(checkpoint, source);
-}
-
-// The CUDA plan (engine/planner/cuda_planner.cpp) puts each extent in device memory (read from the file
-// once), in page-locked DRAM (copied to a device slot every step) or on NVMe (read into pinned
-// staging, then copied); --weights resident|stream force all of one kind.
-void EngineSession::OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,
-                             const PlannerInputs& inputs) {
-  const size_t num_extents = checkpoint.extents.size();
+// The planner's placement (--weights auto), or every extent resident or streamed (--weights
+// resident|stream) with its memory use and prediction evaluated the same way; --prefetch-depth
+// re-evaluates the chosen placement at that depth.
+Plan PlanRun(const Checkpoint& checkpoint, const SessionOptions& options,
+             const PlannerInputs& inputs) {
   if (options.weights == "auto") {
-    plan_ = MakePlan(inputs);
-  } else if (options.weights == "resident" || options.weights == "stream") {
-    plan_ = Plan{};
-    plan_.on_cuda = true;
-    plan_.placement.assign(num_extents, options.weights == "resident" ? Tier::kDevice : Tier::kNvme);
-    plan_.prefetch_depth = 1;
-    plan_.bound = "gpu";
-  } else {
+    const Plan plan = MakePlan(inputs);
+    if (options.prefetch_depth < 0 || !plan.offload_needed) return plan;
+    return EvaluatePlacement(inputs, plan.placement.tiers, options.prefetch_depth);
+  }
+  if (options.weights != "resident" && options.weights != "stream") {
     Fail("--weights: '{}' is not one of auto, resident, stream", options.weights);
   }
-  if (options.prefetch_depth >= 0) plan_.prefetch_depth = options.prefetch_depth;
-  const CudaStaging staging = SetCudaStaging(checkpoint.extents, plan_);  // what the source allocates
-  spdlog::info("{}", plan_.Summary());
-
-  cuda::CudaOptions cuda_options;
-  cuda_options.device = options.device.gpu;
-  cuda_options.compute = cuda::ParseComputeType(options.device.gpu_compute);
-  cuda_options.gpu_mem_bytes = inputs.gpu_mem_bytes;
-  for (const Tier tier : plan_.placement) cuda_options.device_resident.push_back(tier == Tier::kDevice);
-  cuda_options.streaming_slots = std::max(plan_.prefetch_depth + 1, 2);
-  cuda_options.kv_offload = inputs.workload.kv_offload;
-  cuda_options.host_threads = CpuThreads(options);
-  backend_ = cuda::CreateCudaBackend(checkpoint, limits_, cuda_options);
-
-  io::WeightSourceOptions source;
-  source.fault_hook = options.fault_hook;
-  for (const Tier tier : plan_.placement) {
-    // Device-resident extents are read once on their way to the GPU: no DRAM kept for them.
-    source.placements.push_back(tier == Tier::kDram ? io::WeightPlacement::kResident
-                                                    : io::WeightPlacement::kStreamed);
-  }
-  source.prefetch_depth = std::max(plan_.prefetch_depth, 1);
-  source.copy_buffers = staging.copy_buffers;
-  weights_ = io::OpenWeightSource(checkpoint, source);
-  for (const std::span<const std::byte> region : weights_->HostMemory()) {
-    backend_->UseHostMemory(region);
-  }
-  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, limits_);
+  const Tier tier = options.weights == "resident" ? Tier::kDevice : Tier::kNvme;
+  return EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier),
+                           options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
 }
 
 }  // namespace zinf::cli

@@ -56,6 +56,9 @@ bool ParseKvOffload(const std::string& text, const std::string& device);
 // cache of a large batch stays within DRAM.
 inline constexpr int kDefaultMaxContext = 4096;
 
+Plan PlanRun(const Checkpoint& checkpoint, const SessionOptions& options,
+             const PlannerInputs& inputs);
+
 // Owns the weight source, backend and model; not thread-safe. Construction throws zinf::Error
 // (a plan that cannot fit, an unreadable weights file).
 class EngineSession {
@@ -71,10 +74,6 @@ class EngineSession {
   TransferStats transfer_stats() const { return backend_->transfer_stats(); }
 
  private:
-  void OpenWeights(const Checkpoint& checkpoint, const SessionOptions& options);
-  void OpenCuda(const Checkpoint& checkpoint, const SessionOptions& options,
-                const PlannerInputs& inputs);
-
   Plan plan_;
   Bandwidths bandwidths_;
   ModelLimits limits_;

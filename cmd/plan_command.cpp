@@ -111,7 +111,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
                plan.compute_seconds_per_step);
   }
   fmt::print("predicted  {:.1f} tokens/s decode, {}-bound\n", plan.predicted_tokens_per_s,
-             plan.bound);
+             BoundName(plan.bound));
   fmt::print("{}\n", plan.Summary());
 }
 

@@ -36,7 +36,7 @@ RunMetrics ComputeRunMetrics(const GenerationStats& stats, const WeightIoStats& 
   const double read_seconds = m.nvme_streamed_bytes / (bandwidths.disk_read_gbps * 1e9);
   m.overlap_ratio = read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
   m.predicted_decode_tokens_per_s = plan.predicted_tokens_per_s;
-  m.bound = plan.bound;
+  m.bound = BoundName(plan.bound);
   m.percent_of_bound = Rate(100 * m.decode_tokens_per_s, plan.predicted_tokens_per_s);
   return m;
 }

@@ -40,11 +40,21 @@ void CheckChunks(const KvCacheShape& shape, std::span<const SequenceChunk> chunk
   }
 }
 
+// The options' placement, or every extent on the device when it names none (op tests).
+Placement PlacementOrAllResident(const Checkpoint& checkpoint, const Placement& placement) {
+  if (!placement.tiers.empty()) return placement;
+  Placement all;
+  all.backend = BackendKind::kCuda;
+  all.tiers.assign(checkpoint.extents.size(), Tier::kDevice);
+  return all;
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,
                          const CudaOptions& options)
-    : plan_(PlanCudaMemory(checkpoint, limits, options)),
+    : plan_(CudaMemoryFor(checkpoint, limits, PlacementOrAllResident(checkpoint, options.placement),
+                          options.compute, options.kv_offload)),
       compute_(options.compute),
       device_(options.device) {
   int device_count = 0;
@@ -102,8 +112,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   if (plan_.slot_bytes > 0) {
     for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
       const ExtentInfo& extent = checkpoint.extents[e];
-      if (options.device_resident[e]) continue;
-      streamed_.insert(extent.name);
+      if (options.placement[e] == Tier::kDevice) continue;
+      ++num_streamed_;
       for (const TensorInfo& tensor : extent.tensors) {
         if (compute_ == ComputeType::kBf16 && tensor.dtype == DType::kF32 && tensor.shape.size() == 2) {
           Fail("extent {} would stream f32 matrices to the GPU every step, converting them to bf16 "
@@ -113,7 +123,7 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
         }
       }
     }
-    ring_ = std::make_unique<cuda::SlotRing>(std::max(options.streaming_slots, 2));
+    ring_ = std::make_unique<cuda::SlotRing>(plan_.slots);
     slots_.resize(ring_->num_slots());
     for (Slot& slot : slots_) {
       slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
@@ -122,8 +132,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
       slot.read.reset(read);
     }
     // A step's copies are counted at its end, so one step's worth of events is enough.
-    for (size_t i = 0; i < streamed_.size(); ++i) spare_copies_.push_back(NewCopy());
-    spdlog::info("streaming {} extents through {} device slots of {:.1f} MiB", streamed_.size(),
+    for (int i = 0; i < num_streamed_; ++i) spare_copies_.push_back(NewCopy());
+    spdlog::info("streaming {} extents through {} device slots of {:.1f} MiB", num_streamed_,
                  slots_.size(), plan_.slot_bytes / (1024.0 * 1024.0));
   }
   const size_t rows = static_cast<size_t>(limits.max_tokens_per_step);
@@ -133,7 +143,7 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   row_positions_ = MakeInts(rows, "row positions");
   gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
   if (options.kv_offload) {
-    host_kv_ = std::make_unique<HostKvAttention>(Model::KvShape(checkpoint.config, limits),
+    host_kv_ = std::make_unique<HostKvAttention>(KvShapeFor(checkpoint.config, limits),
                                                  limits.max_tokens_per_step,
                                                  checkpoint.config.q_dim(), options.host_threads);
   }

@@ -10,25 +10,22 @@
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/model.h"
+#include "engine/planner/memory_model.h"
+#include "engine/planner/placement.h"
 
 namespace zinf::cuda {
 
-// What f32 weights are multiplied in. f16 and bf16 checkpoints compute in their own type and
-// int8/int4 ones in bf16 (or f32 with kF32); every product accumulates in f32.
-enum class ComputeType : uint8_t { kBf16, kF32 };
-
-// "bf16" or "f32"; throws zinf::Error naming the flag otherwise.
-ComputeType ParseComputeType(const std::string& text);
+// What f32 weights are multiplied in (engine/planner/memory_model.h).
+using ComputeType = GpuCompute;
 
 struct CudaOptions {
   int device = 0;
   ComputeType compute = ComputeType::kBf16;
   uint64_t gpu_mem_bytes = 0;  // budget for the run's memory pool; 0: what the device has free
   uint64_t extra_pool_bytes = 0;  // tests: room for activations beyond the model's
-  // Per extent (checkpoint order): kept in device memory after its first bind (true), or copied
-  // into a ring of `streaming_slots` device slots every step (false). Empty: all resident.
-  std::vector<bool> device_resident;
-  int streaming_slots = 2;
+  // The planner's placement: kDevice extents loaded once at start (Backend::LoadResident), the
+  // rest copied into placement.device_slots slots every step. No tiers: all on the device.
+  Placement placement;
   // --kv-offload cpu: the KV cache in DRAM and attention on the CPU (cuda/host_kv_attention.h)
   // with `host_threads` threads; device memory then holds no KV cache.
   bool kv_offload = false;
@@ -48,30 +45,6 @@ std::string CudaUnavailableReason();
 // cudaMemcpy calls of `bytes` each (after one warm-up). What a streamed run's copies are measured
 // against. Throws zinf::Error without a usable device.
 double MeasurePinnedH2DGbps(int device, uint64_t bytes);
-
-// Device memory the backend takes for a run: weights (resident), KV cache, activations and
-// scratch, in one allocation made at construction.
-// Entries of each small device int array (positions, row maps, token ids) the backend keeps, so
-// that micro-batches taking turns within a layer find theirs already on the device.
-inline constexpr int kDeviceIntsEntries = 4;
-
-struct CudaMemoryPlan {
-  uint64_t weight_bytes = 0;  // resident extents, plus the streaming slots
-  uint64_t slot_bytes = 0;    // one streaming slot: the largest streamed extent (0: none)
-  uint64_t kv_bytes = 0;
-  uint64_t activation_bytes = 0;
-  uint64_t scratch_bytes = 0;  // GEMM input casts, dequantised matrices, cuBLAS workspace
-  // Parts of scratch_bytes the backend allocates by these sizes:
-  uint64_t gemm_input_bytes = 0;     // a step's widest GEMM input, cast to f16/bf16
-  // The largest matrix dequantised (in the compute type), or one chunk of an f32 matrix on its
-  // way to bf16 at upload.
-  uint64_t matrix_scratch_bytes = 0;
-  uint64_t total() const { return weight_bytes + kv_bytes + activation_bytes + scratch_bytes; }
-  std::string Summary() const;
-};
-
-CudaMemoryPlan PlanCudaMemory(const Checkpoint& checkpoint, const ModelLimits& limits,
-                              const CudaOptions& options);
 
 // Opens the device, allocates the pool and creates the cuBLAS handle. Throws zinf::Error when no
 // usable device is present (suggesting --device cpu) or the pool does not fit.

@@ -1,5 +1,5 @@
 // The CUDA backend's class, private to cuda/: f32 activations and the KV cache in one device
-// pool; weights made resident on first bind, or streamed every step into a ring of device slots on
+// pool; weights loaded at start-up (LoadResident), or streamed every step into a ring of device slots on
 // a copy stream (cuda/host/slot_ring.h orders it, events order the streams, and the weight source
 // holds a fence for the host bytes, so the layer loop has no host wait); projections through
 // cuBLAS, everything else through the kernels in cuda/kernels*.cu, on one compute stream.
@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -35,7 +34,7 @@ class CudaBackend final : public Backend {
 
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
   void AllocateKvCache(const KvCacheShape& shape) override;
-  const std::byte* ResidentExtent(const ExtentInfo& extent) override;
+  const std::byte* LoadResident(const ExtentView& extent) override;
   const std::byte* BindExtent(const ExtentView& extent) override;
   CopyFence UnbindExtent() override;
   void UseHostMemory(std::span<const std::byte> region) override;
@@ -127,7 +126,7 @@ class CudaBackend final : public Backend {
   void CountCompletedCopies();
   void ConvertF32Matrices(const ExtentInfo& extent, std::byte* base, const std::string& what);
 
-  CudaMemoryPlan plan_;
+  CudaMemory plan_;
   ComputeType compute_;
   int device_ = 0;
   std::string name_;
@@ -139,7 +138,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;  // cublas_owner_'s
   cudaStream_t copy_stream_ = nullptr;  // copy_stream_owner_'s: host-to-device weight copies
 
-  std::unordered_set<std::string> streamed_;  // names of the extents copied every step
+  int num_streamed_ = 0;  // extents copied into the slots every step
   std::unique_ptr<cuda::SlotRing> ring_;
   std::vector<Slot> slots_;
   std::optional<SlotUse> bound_;  // the streamed extent bound now
@@ -173,7 +172,6 @@ class CudaBackend final : public Backend {
   int rope_head_dim_ = 0;
   int64_t rope_positions_ = 0;
 
-  std::unordered_map<std::string, std::byte*> resident_;  // extent name → device base
   std::unordered_set<const void*> converted_;  // f32 matrices held as bf16 (bf16 compute)
 };
 

@@ -1,4 +1,4 @@
-// CudaBackend's weights: an extent uploaded on its first bind and kept (converted for bf16
+// CudaBackend's weights: an extent uploaded at start-up and kept (converted for bf16
 // compute), or copied every step into the slot ring on the copy stream, with a fence for the host
 // bytes instead of a wait, and each copy timed on the device for transfer_stats().
 #include "cuda/cuda_backend_impl.h"
@@ -30,14 +30,7 @@ void CudaBackend::UseHostMemory(std::span<const std::byte> region) {
   pinned_.push_back(start);
 }
 
-const std::byte* CudaBackend::ResidentExtent(const ExtentInfo& extent) {
-  const auto found = resident_.find(extent.name);
-  return found == resident_.end() ? nullptr : found->second;
-}
-
-const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
-  if (const std::byte* resident = ResidentExtent(*extent.info)) return resident;
-  if (streamed_.contains(extent.info->name)) return StreamIntoSlot(extent);
+const std::byte* CudaBackend::LoadResident(const ExtentView& extent) {
   const std::string what = fmt::format("the weights of extent {}", extent.info->name);
   auto* base = static_cast<std::byte*>(pool_->Allocate(extent.bytes.size(), what));
   CheckCuda(cudaMemcpyAsync(base, extent.bytes.data(), extent.bytes.size(), cudaMemcpyHostToDevice,
@@ -46,8 +39,13 @@ const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
   if (compute_ == ComputeType::kBf16) ConvertF32Matrices(*extent.info, base, what);
   // The caller may reuse its staging buffer once this returns.
   CheckCuda(cudaStreamSynchronize(stream_), "copying " + what + " to the GPU");
-  resident_.emplace(extent.info->name, base);
   return base;
+}
+
+const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
+  ZINF_CHECK(ring_ != nullptr, "extent {} streamed, but the placement gave it no device slots",
+             extent.info->name);
+  return StreamIntoSlot(extent);
 }
 
 // The copy stream fills the ring's next slot once that slot's previous reader is done; the

@@ -82,10 +82,11 @@ class Backend {
   virtual Tensor AllocateActivation(int64_t rows, int64_t cols) = 0;
   virtual void AllocateKvCache(const KvCacheShape& shape) = 0;
 
-  // The extent's base when the device already holds it (kept resident from an earlier bind), so
-  // its bytes need not come from the weight source again; nullptr otherwise.
-  virtual const std::byte* ResidentExtent(const ExtentInfo& /*extent*/) { return nullptr; }
-  // Makes an extent's bytes visible to the device; returns its base there. The host bytes must
+  // Called once at start-up, before any step, for each extent the placement has the backend hold
+  // (Placement::HeldByBackend): copies it into device memory and returns its base there. The host
+  // bytes may be reused once this returns. A backend that computes from host memory holds none.
+  virtual const std::byte* LoadResident(const ExtentView& extent);
+  // Makes a streamed extent's bytes visible to the device; returns its base there. The host bytes must
   // stay untouched until the fence UnbindExtent returns has been called.
   virtual const std::byte* BindExtent(const ExtentView& extent) = 0;
   // Done with the bound extent. Returns without waiting for the device; the fence (empty when the

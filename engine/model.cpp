@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/error.h"
+#include "engine/planner/memory_model.h"
 #include "engine/rope.h"
 #include "engine/tensor_names.h"
 
@@ -34,47 +35,17 @@ void StepBatch::AddChunk(int kv_slot, int start_position, std::span<const TokenI
   if (want_logits) logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
 }
 
-namespace {
-
-// Every activation the forward pass uses, as (rows, cols); the order Model's constructor takes them.
-std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
-                                                          const ModelLimits& limits) {
-  const int64_t rows = limits.max_tokens_per_step;  // the residual stream: the whole step
-  const int64_t micro = limits.micro_rows();          // everything else: one micro-batch
-  const int64_t sequences = limits.logit_rows();
-  std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {rows, c.hidden_size},        {micro, c.hidden_size},       {micro, c.q_dim()},
-      {micro, c.kv_dim()},          {micro, c.kv_dim()},          {micro, c.q_dim()},
-      {micro, c.intermediate_size}, {micro, c.intermediate_size}, {sequences, c.hidden_size},
-      {sequences, c.hidden_size},   {sequences, c.embed_dim()},   {sequences, c.vocab_size}};
-  if (c.has_embed_projection()) shapes.emplace_back(micro, c.embed_dim());
-  return shapes;
-}
-
-}  // namespace
-
-int64_t Model::ActivationFloats(const ModelConfig& config, const ModelLimits& limits) {
-  int64_t total = 0;
-  for (const auto& [rows, cols] : ActivationShapes(config, limits)) total += rows * cols;
-  return total;
-}
-
-KvCacheShape Model::KvShape(const ModelConfig& c, const ModelLimits& limits) {
-  KvCacheShape kv;
-  kv.num_layers = c.num_layers;
-  kv.num_slots = limits.max_sequences;
-  kv.max_context = limits.max_context;
-  kv.num_kv_heads = c.num_kv_heads;
-  kv.head_dim = c.head_dim;
-  kv.dtype = limits.kv_dtype;
-  return kv;
+const std::byte* Backend::LoadResident(const ExtentView& extent) {
+  Fail("the {} backend computes from host memory and holds no extent of its own (extent {}); the "
+       "placement is not one of this backend's",
+       name(), extent.info->name);
 }
 
 Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
-             const ModelLimits& limits)
+             const ModelLimits& limits, const Placement& placement)
     : checkpoint_(checkpoint), backend_(backend), weights_(weights), limits_(limits) {
   const ModelConfig& c = checkpoint.config;
-  const auto shapes = ActivationShapes(c, limits);
+  const auto shapes = ActivationShapes(c, limits);  // the memory model's, as the planner counts
   auto next = shapes.begin();
   auto allocate = [&] {
     const auto [rows, cols] = *next++;
@@ -89,10 +60,33 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
   ZINF_CHECK(next == shapes.end(), "{} activations planned, {} allocated", shapes.size(),
              next - shapes.begin());
 
-  backend.AllocateKvCache(KvShape(c, limits));
+  backend.AllocateKvCache(KvShapeFor(c, limits));
   if (c.family == Family::kLlama) {
     const RopeTables tables = BuildRopeTables(c, limits.max_context);
     backend.SetRopeTables(tables.cos, tables.sin, c.head_dim);
+  }
+  LoadBackendResident(placement);
+}
+
+void Model::LoadBackendResident(const Placement& placement) {
+  const size_t num_extents = checkpoint_.extents.size();
+  ZINF_CHECK(placement.size() == num_extents, "{} placements for {} extents", placement.size(),
+             num_extents);
+  backend_resident_.assign(num_extents, nullptr);
+  for (size_t e = 0; e < num_extents; ++e) {
+    if (!placement.HeldByBackend(e)) {
+      from_source_.push_back(static_cast<int>(e));
+      continue;
+    }
+    // Uploaded here, at start-up, so a step's time is compute and streaming only, and a failed
+    // upload says so instead of looking like a failed step.
+    const ExtentView extent = weights_.Acquire(static_cast<int>(e));
+    try {
+      backend_resident_[e] = backend_.LoadResident(extent);
+    } catch (const Error& error) {
+      Rethrow(error, fmt::format("loading extent {} into device memory", extent.info->name));
+    }
+    weights_.Release(static_cast<int>(e));
   }
 }
 
@@ -131,19 +125,19 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
 
   SplitIntoMicroBatches(batch, limits_.micro_rows(), micro_batches_);
   const int num_extents = static_cast<int>(checkpoint_.extents.size());
+  const int num_streamed = static_cast<int>(from_source_.size());
   const int depth = weights_.prefetch_depth();
-  // Extents the backend keeps in device memory skip the weight source entirely.
-  auto prefetch = [&](int e) {
-    if (backend_.ResidentExtent(checkpoint_.extents[e]) == nullptr) weights_.Prefetch(e);
-  };
-  for (int d = 0; d < depth && d < num_extents; ++d) prefetch(d);
+  // Prefetching walks only the extents the source serves; those the backend holds never touch it.
+  for (int d = 0; d < depth && d < num_streamed; ++d) weights_.Prefetch(from_source_[d]);
+  int streamed = 0;  // how many of this step's from_source_ extents have been acquired
   for (int e = 0; e < num_extents; ++e) {
-    // Reads run ahead of compute; past the head they wrap to the next step's first extents.
-    if (depth > 0) prefetch((e + depth) % num_extents);
     ExtentView extent{&checkpoint_.extents[e], {}};
-    const std::byte* base = backend_.ResidentExtent(*extent.info);
+    const std::byte* base = backend_resident_[e];
     const bool from_source = base == nullptr;
     if (from_source) {
+      // Reads run ahead of compute; past the head they wrap to the next step's first extents.
+      if (depth > 0) weights_.Prefetch(from_source_[(streamed + depth) % num_streamed]);
+      ++streamed;
       extent = weights_.Acquire(e);
       base = backend_.BindExtent(extent);
     }

@@ -9,6 +9,7 @@
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/micro_batch.h"
+#include "engine/planner/placement.h"
 #include "engine/weight_source.h"
 
 namespace zinf {
@@ -43,16 +44,14 @@ struct ModelLimits {
   }
 };
 
-// Holds the backend's activations and KV cache for the run. Not thread-safe.
+// Holds the backend's activations and KV cache for the run, sized by the memory model
+// (engine/planner/memory_model.h). Not thread-safe.
 class Model {
  public:
+  // Loads the extents `placement` has the backend hold (Backend::LoadResident) before returning;
+  // every other extent comes from `weights` in every step.
   Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
-        const ModelLimits& limits);
-
-  // What the constructor will ask the backend for, so a device backend can size its one memory
-  // pool before the model exists: the activations' total floats and the KV cache's shape.
-  static int64_t ActivationFloats(const ModelConfig& config, const ModelLimits& limits);
-  static KvCacheShape KvShape(const ModelConfig& config, const ModelLimits& limits);
+        const ModelLimits& limits, const Placement& placement);
 
   const ModelConfig& config() const { return checkpoint_.config; }
   const ModelLimits& limits() const { return limits_; }
@@ -73,6 +72,7 @@ class Model {
   void RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
                std::span<float> logits);
   void Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out);
+  void LoadBackendResident(const Placement& placement);
 
   const Checkpoint& checkpoint_;
   Backend& backend_;
@@ -80,6 +80,9 @@ class Model {
   ModelLimits limits_;
   Activations act_;
   std::vector<MicroBatch> micro_batches_;  // this step's, storage reused across steps
+  // Per extent: its base in device memory when the backend holds it, else nullptr.
+  std::vector<const std::byte*> backend_resident_;
+  std::vector<int> from_source_;  // the extents the weight source serves every step, in order
 };
 
 }  // namespace zinf

@@ -1,4 +1,4 @@
-// OpenWeightSource: turns the user's placement options into a TieredWeightSource.
+// OpenWeightSource: turns a placement (uniform, or the planner's) into a TieredWeightSource.
 #include "io/weight_source_factory.h"
 
 #include <spdlog/spdlog.h>
@@ -24,6 +24,27 @@ std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
   auto source = std::make_unique<TieredWeightSource>(checkpoint, std::move(placements), tiered);
   spdlog::info("weights {}: {}", checkpoint.weights_file, source->Describe());
   return source;
+}
+
+std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
+                                               const Placement& placement,
+                                               const WeightSourceOptions& options) {
+  if (placement.size() != checkpoint.extents.size()) {
+    Fail("{} placements for the {} extents of {}", placement.size(), checkpoint.extents.size(),
+         checkpoint.weights_file);
+  }
+  WeightSourceOptions planned = options;
+  planned.placements.clear();
+  for (size_t e = 0; e < placement.size(); ++e) {
+    planned.placements.push_back(placement.KeptInDram(e) ? WeightPlacement::kResident
+                                                         : WeightPlacement::kStreamed);
+  }
+  // The ring holds prefetch_depth + 1 + copy_buffers buffers (TieredWeightSource).
+  planned.copy_buffers = placement.copy_buffers;
+  planned.prefetch_depth = placement.staging_buffers > 0
+                               ? placement.staging_buffers - 1 - placement.copy_buffers
+                               : placement.prefetch_depth;
+  return OpenWeightSource(checkpoint, planned);
 }
 
 }  // namespace zinf::io

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
+#include "engine/planner/placement.h"
 #include "engine/weight_source.h"
 #include "io/extent_reader.h"
 
@@ -27,6 +28,14 @@ struct WeightSourceOptions {
 };
 
 std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
+                                               const WeightSourceOptions& options);
+
+// The weight source of a planned run: the extents `placement` keeps in DRAM
+// (Placement::KeptInDram) read once and kept, every other one read through the placement's
+// staging ring (its buffers, copy buffers included, exactly as the plan counted them). Only the
+// I/O settings of `options` apply (direct I/O, fault hook).
+std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
+                                               const Placement& placement,
                                                const WeightSourceOptions& options);
 
 }  // namespace zinf::io

@@ -17,19 +17,14 @@ namespace {
 
 using planner_detail::GiB;
 
-// The CUDA backend computes in bf16 / f16 and keeps its KV cache in bf16 (or int8).
-uint64_t DeviceKvBytes(const ModelConfig& config, const Workload& workload) {
-  Workload as_stored = workload;
-  if (as_stored.kv_dtype == DType::kF32) {
-    return KvCacheBytes(config, as_stored) / 2;  // 2-byte values
-  }
-  return KvCacheBytes(config, as_stored);
-}
-
-// The largest extent not held in device memory: the size of every device slot.
-uint64_t LargestMoved(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
-  return std::max(planner_detail::LargestOn(extents, placement, Tier::kDram),
-                  planner_detail::LargestOn(extents, placement, Tier::kNvme));
+// The device pool's placement-independent part (KV cache, activations, scratch), which the
+// extents kept on the device and the slot ring share the rest of the budget with.
+CudaMemory FixedDeviceMemory(const PlannerInputs& inputs) {
+  Placement all_on_device;
+  all_on_device.backend = BackendKind::kCuda;
+  all_on_device.tiers.assign(inputs.checkpoint->extents.size(), Tier::kDevice);
+  return CudaMemoryFor(*inputs.checkpoint, inputs.workload.limits(), all_on_device,
+                       inputs.workload.gpu_compute, inputs.workload.kv_offload);
 }
 
 void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
@@ -50,78 +45,95 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
   const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const char* stream_bound = plan.cpu_attention_seconds_per_step > gpu_seconds ? "cpu-attention"
+  const Bound stream_bound = plan.cpu_attention_seconds_per_step > gpu_seconds ? Bound::kCpuAttention
                              : plan.memory_seconds_per_step >= plan.compute_seconds_per_step
-                                 ? "hbm"
-                                 : "compute";
+                                 ? Bound::kHbm
+                                 : Bound::kCompute;
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
                           gpu_seconds + plan.cpu_attention_seconds_per_step};
-  const char* names[] = {"disk", "pcie", stream_bound};
+  const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
-  plan.bound = names[slowest];
+  plan.bound = bounds[slowest];
   const double step = parts[slowest];
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
 }
 
-// The plan of one placement: its byte counts, slot ring, staging and prediction.
-Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> placement, int depth,
-               uint64_t resident, uint64_t pinned) {
+// A CUDA plan without a placement yet: the KV cache where the workload puts it, activations and
+// scratch as the device pool holds them.
+Plan BaseCudaPlan(const PlannerInputs& inputs) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  Plan plan;
+  plan.placement.backend = BackendKind::kCuda;
+  const CudaMemory fixed = FixedDeviceMemory(inputs);
+  // Offloaded, the KV cache is the CPU backend's (its layout and dtype) and comes out of DRAM.
+  const bool kv_on_host = inputs.workload.kv_offload;
+  plan.kv_tier = kv_on_host ? Tier::kDram : Tier::kDevice;
+  plan.kv_bytes = kv_on_host ? KvCacheBytes(checkpoint.config, inputs.workload) : fixed.kv_bytes;
+  plan.activation_bytes = fixed.activation_bytes;
+  plan.scratch_bytes = fixed.scratch_bytes;
+  return plan;
+}
+
+// The plan of one placement: its byte counts (the device pool CudaMemoryFor sizes), slot ring,
+// staging and prediction.
+Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> tiers, int depth) {
   const std::vector<ExtentInfo>& extents = inputs.checkpoint->extents;
-  const uint64_t slots = depth + 1;
   Plan candidate = base;
-  candidate.placement = std::move(placement);
-  candidate.prefetch_depth = depth;
-  candidate.resident_bytes = resident;
-  candidate.pinned_bytes = pinned;
-  candidate.device_slot_bytes = slots * LargestMoved(extents, candidate.placement);
-  candidate.device_bytes =
-      base.device_kv_bytes() + base.activation_bytes + resident + candidate.device_slot_bytes;
-  SetCudaStaging(extents, candidate);
+  candidate.placement.tiers = std::move(tiers);
+  candidate.placement.prefetch_depth = depth;
+  SetCudaStaging(extents, candidate.placement);
+  candidate.staging_bytes = candidate.placement.staging_bytes();
   for (size_t i = 0; i < extents.size(); ++i) {
-    if (candidate.placement[i] == Tier::kNvme) {
-      candidate.streamed_bytes_per_step += extents[i].padded_bytes;
+    const uint64_t bytes = extents[i].padded_bytes;
+    switch (candidate.placement[i]) {
+      case Tier::kDevice: candidate.resident_bytes += bytes; break;
+      case Tier::kDram: candidate.pinned_bytes += bytes; break;
+      case Tier::kNvme: candidate.streamed_bytes_per_step += bytes; break;
     }
   }
+  candidate.offload_needed = candidate.resident_bytes < inputs.checkpoint->total_bytes();
+  const CudaMemory memory =
+      CudaMemoryFor(*inputs.checkpoint, inputs.workload.limits(), candidate.placement,
+                    inputs.workload.gpu_compute, inputs.workload.kv_offload);
+  candidate.device_slot_bytes = memory.slot_bytes * memory.slots;
+  candidate.device_bytes = memory.total();
   PredictCuda(inputs, candidate);
   return candidate;
 }
 
 }  // namespace
 
-CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
-                           const std::vector<Tier>& placement, int prefetch_depth) {
-  const uint64_t largest_nvme = planner_detail::LargestOn(extents, placement, Tier::kNvme);
-  CudaStaging staging;
-  staging.buffer_bytes =
-      std::max(largest_nvme, planner_detail::LargestOn(extents, placement, Tier::kDevice));
-  if (staging.buffer_bytes == 0) return staging;
-  staging.copy_buffers = largest_nvme > 0 ? kCudaCopyBuffers : 0;
-  staging.buffers = std::max(prefetch_depth, 1) + 1 + staging.copy_buffers;
-  return staging;
+void SetCudaStaging(const std::vector<ExtentInfo>& extents, Placement& placement) {
+  const int depth = placement.prefetch_depth;
+  const uint64_t largest_nvme = planner_detail::LargestOn(extents, placement.tiers, Tier::kNvme);
+  placement.staging_buffer_bytes =
+      std::max(largest_nvme, planner_detail::LargestOn(extents, placement.tiers, Tier::kDevice));
+  placement.copy_buffers = 0;
+  placement.staging_buffers = 0;
+  if (placement.staging_buffer_bytes > 0) {
+    placement.copy_buffers = largest_nvme > 0 ? kCudaCopyBuffers : 0;
+    placement.staging_buffers = std::max(depth, 1) + 1 + placement.copy_buffers;
+  }
+  const bool any_moved = std::any_of(placement.begin(), placement.end(),
+                                     [](Tier tier) { return tier != Tier::kDevice; });
+  placement.device_slots = any_moved ? std::max(depth + 1, 2) : 0;
 }
 
-CudaStaging SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan) {
-  const CudaStaging staging = CudaStagingFor(extents, plan.placement, plan.prefetch_depth);
-  plan.num_staging_buffers = staging.buffers;
-  plan.staging_buffer_bytes = staging.buffer_bytes;
-  plan.staging_bytes = staging.bytes();
-  return staging;
+Plan EvaluateCudaPlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
+                           int prefetch_depth) {
+  ZINF_CHECK(placement.size() == inputs.checkpoint->extents.size(), "{} placements for {} extents",
+             placement.size(), inputs.checkpoint->extents.size());
+  return Candidate(inputs, BaseCudaPlan(inputs), std::move(placement), prefetch_depth);
 }
 
 Plan MakeCudaPlan(const PlannerInputs& inputs) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const std::vector<ExtentInfo>& extents = checkpoint.extents;
   if (inputs.gpu_mem_bytes == 0) Fail("a CUDA plan needs --gpu-mem (device memory to use)");
-  Plan plan;
-  plan.on_cuda = true;
-  // Offloaded, the KV cache is the CPU backend's (its layout and dtype) and comes out of DRAM.
-  const bool kv_on_host = inputs.workload.kv_offload;
-  plan.kv_tier = kv_on_host ? Tier::kDram : Tier::kDevice;
-  plan.kv_bytes = kv_on_host ? KvCacheBytes(checkpoint.config, inputs.workload)
-                             : DeviceKvBytes(checkpoint.config, inputs.workload);
-  plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
-  const uint64_t device_fixed = plan.device_kv_bytes() + plan.activation_bytes;
-  const uint64_t host_kv = kv_on_host ? plan.kv_bytes : 0;
+  const Plan base = BaseCudaPlan(inputs);
+  const uint64_t device_fixed = base.device_kv_bytes() + base.activation_bytes + base.scratch_bytes;
+  const bool kv_on_host = base.kv_tier == Tier::kDram;
+  const uint64_t host_kv = kv_on_host ? base.kv_bytes : 0;
   if (host_kv > inputs.cpu_mem_bytes) {
     Fail("--cpu-mem {} is too small for the offloaded KV cache of {} (batch {} × context {}); "
          "lower --batch-size or --max-context, use --kv-dtype int8, or raise --cpu-mem",
@@ -129,21 +141,20 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
          inputs.workload.max_context);
   }
   const uint64_t host_room = inputs.cpu_mem_bytes - host_kv;  // for pinned weights and staging
-  if (device_fixed + checkpoint.total_bytes() <= inputs.gpu_mem_bytes) {
-    plan.placement.assign(extents.size(), Tier::kDevice);
-    plan.resident_bytes = checkpoint.total_bytes();
-    plan.device_bytes = device_fixed + plan.resident_bytes;
-    SetCudaStaging(extents, plan);  // for the one pass that brings the weights to the device
-    PredictCuda(inputs, plan);
-    return plan;  // everything fits the device: offload is pointless
+  const auto fits = [&](const Plan& plan) {
+    return plan.device_bytes <= inputs.gpu_mem_bytes && plan.total_dram_bytes() <= inputs.cpu_mem_bytes;
+  };
+  {
+    Plan all_on_device =
+        Candidate(inputs, base, std::vector<Tier>(extents.size(), Tier::kDevice), 0);
+    if (fits(all_on_device)) return all_on_device;  // everything fits the device: offload is pointless
   }
 
-  // For each depth and each pair of caps: fill the device (after the KV cache, activations and
-  // depth + 1 slots sized to the largest extent still moved), then DRAM (after the NVMe staging
-  // ring), then NVMe, each by planner_detail::KeepGreedily, so that two large extents (embeddings
-  // and head) can claim a tier together and leave the ring sized to a layer; keep the plan that
-  // predicts the most tokens/s.
-  plan.offload_needed = true;
+  // For each depth and each pair of caps: fill the device (after the KV cache, activations,
+  // scratch and depth + 1 slots sized to the largest extent still moved), then DRAM (after the
+  // NVMe staging ring), then NVMe, each by planner_detail::KeepGreedily, so that two large extents
+  // (embeddings and head) can claim a tier together and leave the ring sized to a layer; keep the
+  // plan that predicts the most tokens/s among those whose device pool (CudaMemoryFor) fits.
   const std::vector<size_t> order = planner_detail::ResidencyOrder(extents);
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t device_room = inputs.gpu_mem_bytes - std::min(inputs.gpu_mem_bytes, device_fixed);
@@ -163,10 +174,18 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
         }
         const std::optional<uint64_t> pinned = planner_detail::KeepGreedily(
             extents, order, host_cap,
-            [&](const std::vector<Tier>& p) { return CudaStagingFor(extents, p, depth).bytes(); },
+            [&](const std::vector<Tier>& p) {
+              Placement staged;
+              staged.backend = BackendKind::kCuda;
+              staged.tiers = p;
+              staged.prefetch_depth = depth;
+              SetCudaStaging(extents, staged);
+              return staged.staging_bytes();
+            },
             host_room, Tier::kDram, Tier::kNvme, placement);
         if (!pinned) continue;
-        Plan candidate = Candidate(inputs, plan, std::move(placement), depth, *resident, *pinned);
+        Plan candidate = Candidate(inputs, base, std::move(placement), depth);
+        if (!fits(candidate)) continue;
         if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {
           best = std::move(candidate);
         }
@@ -176,12 +195,12 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   if (best) return *best;
   const uint64_t largest = checkpoint.max_extent_padded_bytes();
   Fail("--gpu-mem {} is too small: the device needs at least {} — KV cache {} (batch {} × context "
-       "{}{}) + activations {} + two weight slots of {} (the largest extent); lower --batch-size or "
-       "--max-context, or raise --gpu-mem (or, with too little --cpu-mem {} for pinned staging, "
-       "raise that)",
-       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(plan.device_kv_bytes()),
+       "{}{}) + activations {} + scratch {} + two weight slots of {} (the largest extent); lower "
+       "--batch-size or --max-context, or raise --gpu-mem (or, with too little --cpu-mem {} for "
+       "pinned staging, raise that)",
+       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(base.device_kv_bytes()),
        inputs.workload.batch_size, inputs.workload.max_context, kv_on_host ? ", offloaded" : "",
-       GiB(plan.activation_bytes), GiB(largest), GiB(inputs.cpu_mem_bytes));
+       GiB(base.activation_bytes), GiB(base.scratch_bytes), GiB(largest), GiB(inputs.cpu_mem_bytes));
 }
 
 std::string CudaSummary(const Plan& plan) {
@@ -194,9 +213,9 @@ std::string CudaSummary(const Plan& plan) {
                         "from NVMe ({} per step); {} device slots of {} (prefetch depth {})",
                         count(Tier::kDevice), GiB(plan.resident_bytes), count(Tier::kDram),
                         GiB(plan.pinned_bytes), count(Tier::kNvme),
-                        GiB(plan.streamed_bytes_per_step), plan.prefetch_depth + 1,
-                        GiB(plan.device_slot_bytes / std::max(plan.prefetch_depth + 1, 1)),
-                        plan.prefetch_depth)
+                        GiB(plan.streamed_bytes_per_step), plan.placement.device_slots,
+                        GiB(plan.device_slot_bytes / std::max(plan.placement.device_slots, 1)),
+                        plan.placement.prefetch_depth)
           : fmt::format("all {} extents in device memory ({}); the model fits, so nothing is "
                         "offloaded",
                         plan.placement.size(), GiB(plan.resident_bytes));
@@ -205,7 +224,7 @@ std::string CudaSummary(const Plan& plan) {
                      where, GiB(plan.kv_bytes),
                      plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU" : "on the device",
                      GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
-                     plan.predicted_tokens_per_s, plan.bound);
+                     plan.predicted_tokens_per_s, BoundName(plan.bound));
 }
 
 }  // namespace zinf

@@ -49,49 +49,51 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   plan.compute_seconds_per_step = planner_detail::CpuMatmulSeconds(checkpoint, batch, bw);
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const double work = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const bool overlapped = plan.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
+  const bool overlapped = plan.placement.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
   const double step = overlapped ? std::max(plan.io_seconds_per_step, work)
                                  : plan.io_seconds_per_step + work;
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
   const double largest = std::max(plan.io_seconds_per_step, work);
   if (largest == plan.io_seconds_per_step) {
-    plan.bound = "disk";
+    plan.bound = Bound::kDisk;
   } else if (largest == plan.memory_seconds_per_step) {
-    plan.bound = "memory";
+    plan.bound = Bound::kMemory;
   } else {
-    plan.bound = "compute";
+    plan.bound = Bound::kCompute;
   }
 }
 
 }  // namespace
 
-const char* TierName(Tier tier) {
-  switch (tier) {
-    case Tier::kDevice: return "device";
-    case Tier::kDram: return "dram";
-    case Tier::kNvme: return "nvme";
+const char* BoundName(Bound bound) {
+  switch (bound) {
+    case Bound::kDisk: return "disk";
+    case Bound::kMemory: return "memory";
+    case Bound::kCompute: return "compute";
+    case Bound::kPcie: return "pcie";
+    case Bound::kHbm: return "hbm";
+    case Bound::kCpuAttention: return "cpu-attention";
   }
   return "?";
 }
 
+ModelLimits Workload::limits() const {
+  ModelLimits limits;
+  limits.max_sequences = batch_size;
+  limits.max_context = max_context;
+  limits.max_tokens_per_step = step_tokens;
+  limits.max_logit_rows = logit_rows;
+  limits.kv_dtype = kv_dtype;
+  limits.micro_batch_tokens = micro_batch_tokens;
+  return limits;
+}
+
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload) {
-  // Per position and layer: keys and values, kv_dim each; int8 adds an f32 scale per KV head.
-  const uint64_t per_position =
-      workload.kv_dtype == DType::kI8
-          ? 2ull * (config.kv_dim() + sizeof(float) * config.num_kv_heads)
-          : 2ull * config.kv_dim() * sizeof(float);
-  return per_position * config.num_layers * static_cast<uint64_t>(workload.batch_size) *
-         workload.max_context;
+  return CpuKvCacheBytes(KvShapeFor(config, workload.limits()));
 }
 
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload) {
-  // Mirrors Model's buffers: per step-token rows of x, normed, q, k, v, attention, gate, up (and
-  // the embedding projection), plus per-sequence rows for the head and its logits.
-  const uint64_t per_token = 2ull * config.hidden_size + 2ull * config.q_dim() +
-                             2ull * config.kv_dim() + 2ull * config.intermediate_size +
-                             (config.has_embed_projection() ? config.embed_dim() : 0);
-  const uint64_t per_sequence = 2ull * config.hidden_size + config.embed_dim() + config.vocab_size;
-  return sizeof(float) * (per_token * workload.step_tokens + per_sequence * workload.batch_size);
+  return ActivationBytes(config, workload.limits());
 }
 
 Plan MakePlan(const PlannerInputs& inputs) {
@@ -100,7 +102,8 @@ Plan MakePlan(const PlannerInputs& inputs) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const std::vector<ExtentInfo>& extents = checkpoint.extents;
   Plan plan;
-  plan.placement.assign(extents.size(), Tier::kDevice);
+  plan.placement.backend = BackendKind::kCpu;
+  plan.placement.tiers.assign(extents.size(), Tier::kDevice);
   plan.kv_tier = Tier::kDevice;
   plan.kv_bytes = KvCacheBytes(checkpoint.config, inputs.workload);
   plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
@@ -129,11 +132,11 @@ Plan MakePlan(const PlannerInputs& inputs) {
       const std::optional<std::vector<Tier>> placement =
           GreedyPlacement(extents, order, cap, depth + 1, room);
       if (!placement) continue;
-      plan.placement = *placement;
-      plan.prefetch_depth = depth;
-      plan.num_staging_buffers = depth + 1;
-      plan.staging_buffer_bytes = LargestStreamed(extents, plan.placement);
-      plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
+      plan.placement.tiers = *placement;
+      plan.placement.prefetch_depth = depth;
+      plan.placement.staging_buffers = depth + 1;
+      plan.placement.staging_buffer_bytes = LargestStreamed(extents, plan.placement.tiers);
+      plan.staging_bytes = plan.placement.staging_bytes();
       plan.resident_bytes = 0;
       plan.streamed_bytes_per_step = 0;
       for (size_t i = 0; i < extents.size(); ++i) {
@@ -158,8 +161,12 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
   const Checkpoint& checkpoint = *inputs.checkpoint;
   ZINF_CHECK(placement.size() == checkpoint.extents.size(), "{} placements for {} extents",
              placement.size(), checkpoint.extents.size());
+  if (inputs.backend == BackendKind::kCuda) {
+    return EvaluateCudaPlacement(inputs, std::move(placement), prefetch_depth);
+  }
   Plan plan;
-  plan.placement = std::move(placement);
+  plan.placement.backend = BackendKind::kCpu;
+  plan.placement.tiers = std::move(placement);
   plan.kv_bytes = KvCacheBytes(checkpoint.config, inputs.workload);
   plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
@@ -172,10 +179,10 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
   }
   plan.offload_needed = plan.streamed_bytes_per_step > 0;
   if (plan.offload_needed) {
-    plan.prefetch_depth = prefetch_depth;
-    plan.num_staging_buffers = prefetch_depth + 1;
-    plan.staging_buffer_bytes = checkpoint.max_extent_padded_bytes();
-    plan.staging_bytes = plan.num_staging_buffers * plan.staging_buffer_bytes;
+    plan.placement.prefetch_depth = prefetch_depth;
+    plan.placement.staging_buffers = prefetch_depth + 1;
+    plan.placement.staging_buffer_bytes = LargestStreamed(checkpoint.extents, plan.placement.tiers);
+    plan.staging_bytes = plan.placement.staging_bytes();
   }
   Predict(inputs, plan);
   return plan;
@@ -204,14 +211,14 @@ BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
       return {batch, plan,
               fmt::format("batch size {} (auto): predicted decode tok/s by batch{}; the smallest "
                           "within 3% of the best, {}-bound",
-                          batch, tried, plan.bound)};
+                          batch, tried, BoundName(plan.bound))};
     }
   }
   ZINF_CHECK(false, "no batch candidate");
 }
 
 std::string Plan::Summary() const {
-  if (on_cuda) return CudaSummary(*this);
+  if (on_cuda()) return CudaSummary(*this);
   const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
   const int resident = static_cast<int>(placement.size()) - streamed;
   std::string where =
@@ -219,12 +226,13 @@ std::string Plan::Summary() const {
           ? fmt::format("{} extents resident ({}), {} streamed from NVMe ({} per step) through {} "
                         "staging buffers of {} (prefetch depth {})",
                         resident, GiB(resident_bytes), streamed, GiB(streamed_bytes_per_step),
-                        num_staging_buffers, GiB(staging_buffer_bytes), prefetch_depth)
+                        placement.staging_buffers, GiB(placement.staging_buffer_bytes),
+                        placement.prefetch_depth)
           : fmt::format("all {} extents resident ({}); the model fits, so nothing is offloaded",
                         resident, GiB(resident_bytes));
   return fmt::format("plan: {}; KV cache {} in {}; DRAM used {}; predicted {:.1f} tok/s ({}-bound)",
                      where, GiB(kv_bytes), TierName(kv_tier), GiB(total_dram_bytes()),
-                     predicted_tokens_per_s, bound);
+                     predicted_tokens_per_s, BoundName(bound));
 }
 
 }  // namespace zinf

@@ -8,17 +8,16 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
+#include "engine/model.h"
+#include "engine/planner/memory_model.h"
+#include "engine/planner/placement.h"
 
 namespace zinf {
 
-enum class Tier : uint8_t {
-  kDevice,  // compute-device memory (the GPU's; on the CPU backend, DRAM is the device)
-  kDram,    // host DRAM (page-locked), copied to the device per step
-  kNvme,    // the weights file, streamed through staging buffers every step
-};
-const char* TierName(Tier tier);
-
-enum class BackendKind : uint8_t { kCpu, kCuda };
+// What a decode step's time is bounded by. CPU plans: disk, memory or compute; CUDA plans: disk,
+// pcie, hbm, compute, or cpu-attention (reading an offloaded KV cache from DRAM).
+enum class Bound : uint8_t { kDisk, kMemory, kCompute, kPcie, kHbm, kCpuAttention };
+const char* BoundName(Bound bound);
 
 // Measured by `zinf calibrate` (or assumed, which the plan says).
 struct Bandwidths {
@@ -49,6 +48,12 @@ struct Workload {
   // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
   // over it, so device memory holds weights instead and the batch can grow past it.
   bool kv_offload = false;
+  int micro_batch_tokens = 0;  // rows of a micro-batch; 0: the whole step is one
+  int logit_rows = 0;          // logit rows per step beyond one per sequence (perplexity)
+  GpuCompute gpu_compute = GpuCompute::kBf16;  // CUDA: what f32 weights are multiplied in
+
+  // The limits Model runs this workload under: the memory model sizes a plan by them.
+  ModelLimits limits() const;
 };
 
 struct PlannerInputs {
@@ -61,15 +66,8 @@ struct PlannerInputs {
   int max_prefetch_depth = 2;
 };
 
-// With extents on NVMe, a CUDA plan's staging holds one buffer beyond its prefetch depth + 1 for
-// the GPU still copying out of the extent last released (io::TieredOptions::copy_buffers).
-inline constexpr int kCudaCopyBuffers = 1;
-
 struct Plan {
-  std::vector<Tier> placement;  // per extent, in checkpoint order
-  int prefetch_depth = 0;
-  int num_staging_buffers = 0;
-  uint64_t staging_buffer_bytes = 0;
+  Placement placement;  // per extent tier, prefetch depth, staging and device slots
   Tier kv_tier = Tier::kDevice;
   // DRAM (CPU backend: the device) the plan uses, by purpose.
   uint64_t resident_bytes = 0;
@@ -81,7 +79,8 @@ struct Plan {
   // CUDA plans: resident_bytes are in device memory; these are the rest.
   uint64_t pinned_bytes = 0;         // DRAM-tier extents, page-locked, copied every step
   uint64_t device_slot_bytes = 0;    // the ring of device weight slots the copies land in
-  uint64_t device_bytes = 0;         // device memory used: resident + slots + KV + activations
+  uint64_t scratch_bytes = 0;        // GEMM casts, dequantised matrices, cuBLAS workspace, tables
+  uint64_t device_bytes = 0;         // the device pool: CudaMemoryFor(...).total()
   double h2d_seconds_per_step = 0;
   double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
   // Decode-step prediction: the step takes as long as the slowest of reading the streamed
@@ -90,13 +89,12 @@ struct Plan {
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;
   double predicted_tokens_per_s = 0;
-  std::string bound;  // "disk", "memory" or "compute"; CUDA: "disk", "pcie", "hbm", "compute",
-                      // or "cpu-attention" (reading an offloaded KV cache from DRAM)
-  bool on_cuda = false;
+  Bound bound = Bound::kDisk;
 
+  bool on_cuda() const { return placement.backend == BackendKind::kCuda; }
   uint64_t total_dram_bytes() const {
-    return on_cuda ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0)
-                   : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
+    return on_cuda() ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0)
+                     : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
   }
   // CUDA plans: the KV cache's bytes in device memory (0 when it is offloaded to DRAM).
   uint64_t device_kv_bytes() const { return kv_tier == Tier::kDevice ? kv_bytes : 0; }
@@ -104,20 +102,11 @@ struct Plan {
   std::string Summary() const;
 };
 
-// The staging ring the weight source holds in DRAM under a CUDA placement (cmd/engine_session.cpp):
-// device-resident extents pass through it once, on their way to the GPU, and NVMe ones every
-// step, so its buffers are as large as the largest of either; max(depth, 1) + 1 of them, plus
-// copy_buffers (kCudaCopyBuffers) when any extent is on NVMe. None when neither kind exists.
-struct CudaStaging {
-  int buffers = 0;  // copy_buffers included
-  int copy_buffers = 0;
-  uint64_t buffer_bytes = 0;
-  uint64_t bytes() const { return buffers * buffer_bytes; }
-};
-CudaStaging CudaStagingFor(const std::vector<ExtentInfo>& extents,
-                           const std::vector<Tier>& placement, int prefetch_depth);
-// Sets plan's staging fields to CudaStagingFor its placement and prefetch depth; returns it.
-CudaStaging SetCudaStaging(const std::vector<ExtentInfo>& extents, Plan& plan);
+// Sets a CUDA placement's DRAM staging: device-resident extents pass through it once, on their
+// way to the GPU, and NVMe ones every step, so its buffers are as large as the largest of either;
+// max(depth, 1) + 1 of them, plus kCudaCopyBuffers when any extent is on NVMe. None when neither
+// kind exists. Also its device slots: depth + 1, at least 2.
+void SetCudaStaging(const std::vector<ExtentInfo>& extents, Placement& placement);
 
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);
@@ -128,6 +117,9 @@ Plan MakeCudaPlan(const PlannerInputs& inputs);
 // runs that override the planner still report how close they came to their bound.
 Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
                        int prefetch_depth);
+// The same for a CUDA run (engine/planner/cuda_planner.cpp).
+Plan EvaluateCudaPlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
+                           int prefetch_depth);
 
 struct BatchChoice {
   int batch_size = 1;
@@ -141,7 +133,7 @@ struct BatchChoice {
 // the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
 BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
 
-// KV-cache and activation bytes of a workload on the CPU backend (f32 activations).
+// KV-cache and activation bytes of a workload on the CPU backend (the memory model's).
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);
 uint64_t ActivationBytes(const ModelConfig& config, const Workload& workload);
 

@@ -90,7 +90,7 @@ OpFixture::OpFixture(const ModelConfig& config, const ModelLimits& limits,
   options.compute = compute;
   options.extra_pool_bytes = kTestActivationBytes;
   gpu_ = cuda::CreateCudaBackend(checkpoint_, limits, options);
-  const KvCacheShape kv = Model::KvShape(config, limits);
+  const KvCacheShape kv = KvShapeFor(config, limits);
   cpu_.AllocateKvCache(kv);
   gpu_->AllocateKvCache(kv);
   const ExtentView view{&checkpoint_.extents[0], extent_bytes_};

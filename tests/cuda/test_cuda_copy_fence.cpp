@@ -8,15 +8,27 @@
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
+#include "engine/planner/planner.h"
 #include "tests/engine/harness.h"
 
 namespace zinf::testing {
 namespace {
 
-std::unique_ptr<Backend> AllStreamed(const Checkpoint& checkpoint, const ModelLimits& limits) {
+// Every extent copied to the GPU every step, from DRAM (kDram) or through staging (kNvme).
+Placement AllMoved(const Checkpoint& checkpoint, Tier host_tier) {
+  Placement placement;
+  placement.backend = BackendKind::kCuda;
+  placement.tiers.assign(checkpoint.extents.size(), host_tier);
+  placement.prefetch_depth = 1;
+  SetCudaStaging(checkpoint.extents, placement);
+  return placement;
+}
+
+std::unique_ptr<Backend> AllStreamed(const Checkpoint& checkpoint, const ModelLimits& limits,
+                                     const Placement& placement) {
   cuda::CudaOptions options;
   options.compute = cuda::ComputeType::kF32;
-  options.device_resident.assign(checkpoint.extents.size(), false);
+  options.placement = placement;
   return cuda::CreateCudaBackend(checkpoint, limits, options);
 }
 
@@ -36,16 +48,15 @@ TEST_CASE("cuda: streaming from page-locked memory keeps logits and counts every
   // DRAM tier: fences dropped; NVMe tier: staging buffers reused behind their fences.
   const auto placement = GENERATE(io::WeightPlacement::kResident, io::WeightPlacement::kStreamed);
   INFO((placement == io::WeightPlacement::kResident ? "DRAM-resident" : "staged") << " host bytes");
-  io::WeightSourceOptions source_options;
-  source_options.placement = placement;
-  source_options.prefetch_depth = 1;
-  auto weights = io::OpenWeightSource(checkpoint, source_options);
+  const Placement moved = AllMoved(
+      checkpoint, placement == io::WeightPlacement::kResident ? Tier::kDram : Tier::kNvme);
+  auto weights = io::OpenWeightSource(checkpoint, moved, {});
   const ModelLimits limits = OnePrompt(checkpoint, static_cast<int>(prompt.size()));
-  const std::unique_ptr<Backend> backend = AllStreamed(checkpoint, limits);
+  const std::unique_ptr<Backend> backend = AllStreamed(checkpoint, limits, moved);
   for (const std::span<const std::byte> region : weights->HostMemory()) {
     backend->UseHostMemory(region);
   }
-  Model engine(checkpoint, *backend, *weights, limits);
+  Model engine(checkpoint, *backend, *weights, limits, moved);
   StepBatch batch;
   batch.AddChunk(0, 0, prompt, true);
   constexpr int kSteps = 3;
@@ -68,10 +79,9 @@ TEST_CASE("cuda: streaming from page-locked memory keeps logits and counts every
 TEST_CASE("cuda: a copy fence may be called late, twice, and after the backend is gone") {
   const LoadedModel& model = Stories260K();
   const Checkpoint& checkpoint = model.checkpoint;
-  io::WeightSourceOptions source_options;
-  source_options.placement = io::WeightPlacement::kStreamed;
-  auto weights = io::OpenWeightSource(checkpoint, source_options);
-  std::unique_ptr<Backend> backend = AllStreamed(checkpoint, OnePrompt(checkpoint, 1));
+  const Placement moved = AllMoved(checkpoint, Tier::kNvme);
+  auto weights = io::OpenWeightSource(checkpoint, moved, {});
+  std::unique_ptr<Backend> backend = AllStreamed(checkpoint, OnePrompt(checkpoint, 1), moved);
   for (const std::span<const std::byte> region : weights->HostMemory()) {
     backend->UseHostMemory(region);
   }

@@ -21,17 +21,27 @@ namespace {
 // ring (1: all of them).
 BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots = 2,
                     bool kv_offload = false) {
-  return [=](const Checkpoint& checkpoint, const ModelLimits& limits) {
-    cuda::CudaOptions options;
-    options.compute = compute;
-    options.streaming_slots = slots;
-    options.kv_offload = kv_offload;
-    options.host_threads = 2;
-    if (streamed_every > 0) {
-      for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
-        options.device_resident.push_back(e % streamed_every != 0);
+  return [=](const Checkpoint& checkpoint, const ModelLimits& limits, Placement& placement) {
+    // The harness's host placement (kDevice: kept in DRAM, kNvme: staged) becomes the GPU's:
+    // device-held extents kDevice, the others copied every step from DRAM or from staging.
+    placement.backend = BackendKind::kCuda;
+    for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
+      const bool on_device = streamed_every == 0 || e % streamed_every != 0;
+      if (on_device) {
+        placement.tiers[e] = Tier::kDevice;
+      } else if (placement.tiers[e] == Tier::kDevice) {
+        placement.tiers[e] = Tier::kDram;
       }
     }
+    // Device-held extents pass through the staging ring once, on their way to the GPU.
+    placement.staging_buffers = std::max(placement.prefetch_depth, 1) + 1 + placement.copy_buffers;
+    placement.staging_buffer_bytes = checkpoint.max_extent_padded_bytes();
+    placement.device_slots = slots;
+    cuda::CudaOptions options;
+    options.compute = compute;
+    options.placement = placement;
+    options.kv_offload = kv_offload;
+    options.host_threads = 2;
     return cuda::CreateCudaBackend(checkpoint, limits, options);
   };
 }

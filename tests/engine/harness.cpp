@@ -1,4 +1,4 @@
-// Test harness: the same wiring as `zinf generate`, in-process.
+// Test harness: `zinf generate`'s session (cli::EngineSession), in-process.
 #include "tests/engine/harness.h"
 
 #include <fmt/format.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "cpu/cpu_backend.h"
+#include "cmd/engine_session.h"
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "model_formats/converter.h"
@@ -45,28 +45,75 @@ LoadedModel Stories260KAs(DType dtype, int group_size) {
                         fmt::format("stories260K-{}-g{}", DTypeName(dtype), group_size), options);
 }
 
+namespace {
+
+// The engine of one run: the session `zinf generate` builds, or, with a device backend factory,
+// the same parts wired by hand around the factory's placement.
+struct Engine {
+  std::unique_ptr<cli::EngineSession> session;
+  std::unique_ptr<WeightSource> weights;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+
+  Model& get() { return session ? session->model() : *model; }
+};
+
+Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
+                  const cli::SessionOptions& options) {
+  Engine engine;
+  if (!settings.make_backend) {
+    engine.session = std::make_unique<cli::EngineSession>(loaded.checkpoint, options);
+    return engine;
+  }
+  const Checkpoint& checkpoint = loaded.checkpoint;
+  ModelLimits limits;
+  limits.max_sequences = std::max(options.batch_size, 1);
+  limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
+  limits.max_logit_rows = options.logit_rows_per_step;
+  limits.max_context = options.max_context;
+  limits.kv_dtype = settings.kv_dtype;
+  limits.micro_batch_tokens = options.micro_batch_tokens;
+  Placement placement;
+  const bool streamed = settings.placement == io::WeightPlacement::kStreamed;
+  placement.tiers.assign(checkpoint.extents.size(), streamed ? Tier::kNvme : Tier::kDevice);
+  placement.prefetch_depth = settings.prefetch_depth;
+  placement.copy_buffers = settings.copy_buffers;
+  placement.staging_buffers = streamed ? settings.prefetch_depth + 1 + settings.copy_buffers : 0;
+  placement.staging_buffer_bytes = streamed ? checkpoint.max_extent_padded_bytes() : 0;
+  engine.backend = settings.make_backend(checkpoint, limits, placement);
+  engine.weights = io::OpenWeightSource(checkpoint, placement, {});
+  for (const std::span<const std::byte> region : engine.weights->HostMemory()) {
+    engine.backend->UseHostMemory(region);
+  }
+  engine.model = std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits,
+                                         placement);
+  return engine;
+}
+
+cli::SessionOptions OptionsFor(const LoadedModel& model, const EngineSettings& settings) {
+  cli::SessionOptions options;
+  options.weights =
+      settings.placement == io::WeightPlacement::kStreamed ? "stream" : "resident";
+  options.prefetch_depth = settings.prefetch_depth;
+  options.batch_size = settings.batch_size;
+  options.step_tokens = settings.step_tokens;
+  options.threads = settings.threads;
+  options.max_context = settings.max_context > 0 ? settings.max_context
+                                                 : model.checkpoint.config.max_position_embeddings;
+  options.kv_dtype = DTypeName(settings.kv_dtype);
+  options.micro_batch_tokens = settings.micro_batch_tokens;
+  return options;
+}
+
+}  // namespace
+
 std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,
                                  const EngineSettings& settings) {
-  io::WeightSourceOptions source_options;
-  source_options.placement = settings.placement;
-  source_options.prefetch_depth = settings.prefetch_depth;
-  source_options.copy_buffers = settings.copy_buffers;
-  auto weights = io::OpenWeightSource(model.checkpoint, source_options);
-  ModelLimits limits;
-  limits.max_sequences = settings.batch_size;
-  limits.max_tokens_per_step = settings.step_tokens;
-  limits.max_context = settings.max_context > 0 ? settings.max_context
-                                                : model.checkpoint.config.max_position_embeddings;
-  limits.kv_dtype = settings.kv_dtype;
-  limits.micro_batch_tokens = settings.micro_batch_tokens;
-  const std::unique_ptr<Backend> backend =
-      settings.make_backend ? settings.make_backend(model.checkpoint, limits)
-                            : std::make_unique<cpu::CpuBackend>(settings.threads);
-  Model engine(model.checkpoint, *backend, *weights, limits);
+  Engine engine = OpenEngine(model, settings, OptionsFor(model, settings));
   GeneratorOptions options;
   options.eos_ids = model.checkpoint.config.eos_token_ids;
   options.refill = settings.refill;
-  Generator generator(engine, model.tokenizer.get(), options);
+  Generator generator(engine.get(), model.tokenizer.get(), options);
 
   size_t next = 0;
   std::map<std::string, Completion> by_id;
@@ -92,34 +139,29 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
 
 std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids,
                               const BackendFactory& make_backend) {
-  io::WeightSourceOptions source_options;
-  auto weights = io::OpenWeightSource(model.checkpoint, source_options);
-  ModelLimits limits;
-  limits.max_sequences = 1;
-  limits.max_tokens_per_step = static_cast<int>(prompt_ids.size());
-  limits.max_context = model.checkpoint.config.max_position_embeddings;
-  const std::unique_ptr<Backend> backend = make_backend ? make_backend(model.checkpoint, limits)
-                                                        : std::make_unique<cpu::CpuBackend>(2);
-  Model engine(model.checkpoint, *backend, *weights, limits);
+  EngineSettings settings;
+  settings.batch_size = 1;
+  settings.step_tokens = static_cast<int>(prompt_ids.size());
+  settings.make_backend = make_backend;
+  Engine engine = OpenEngine(model, settings, OptionsFor(model, settings));
   StepBatch batch;
   batch.AddChunk(0, 0, prompt_ids, true);
   std::vector<float> logits(model.checkpoint.config.vocab_size);
-  engine.Forward(batch, logits);
+  engine.get().Forward(batch, logits);
   return logits;
 }
 
 PerplexityResult Perplexity(const LoadedModel& model, const std::vector<TokenId>& tokens,
                             const PerplexityOptions& options, int step_tokens, DType kv_dtype) {
-  auto weights = io::OpenWeightSource(model.checkpoint, {});
-  cpu::CpuBackend backend(2);
-  ModelLimits limits;
-  limits.max_sequences = 1;
-  limits.max_tokens_per_step = step_tokens;
-  limits.max_logit_rows = step_tokens;
-  limits.max_context = options.context;
-  limits.kv_dtype = kv_dtype;
-  Model engine(model.checkpoint, backend, *weights, limits);
-  return MeasurePerplexity(engine, tokens, options, {});
+  EngineSettings settings;
+  settings.batch_size = 1;
+  settings.step_tokens = step_tokens;
+  settings.max_context = options.context;
+  settings.kv_dtype = kv_dtype;
+  cli::SessionOptions session = OptionsFor(model, settings);
+  session.logit_rows_per_step = step_tokens;
+  Engine engine = OpenEngine(model, settings, session);
+  return MeasurePerplexity(engine.get(), tokens, options, {});
 }
 
 Request GreedyRequest(std::string id, std::vector<TokenId> prompt_ids, int max_new_tokens) {

@@ -11,6 +11,7 @@
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "engine/perplexity.h"
+#include "engine/planner/placement.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 #include "io/weight_source_factory.h"
@@ -18,9 +19,11 @@
 
 namespace zinf::testing {
 
-// Makes the backend a run computes on; the default is the CPU backend.
-using BackendFactory =
-    std::function<std::unique_ptr<Backend>(const Checkpoint&, const ModelLimits&)>;
+// Makes a device backend for a run (the CUDA tests); it may move extents of `placement` (the
+// settings' host placement, on the CPU) to the device and give it device slots. Without one, runs
+// go through cli::EngineSession, the wiring `zinf generate` uses.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const Checkpoint&, const ModelLimits&,
+                                                               Placement& placement)>;
 
 struct EngineSettings {
   io::WeightPlacement placement = io::WeightPlacement::kResident;

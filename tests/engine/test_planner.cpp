@@ -69,9 +69,9 @@ TEST_CASE("planner: under a budget, embeddings first, then layers in order, rest
     CHECK(resident_layers <= row.max_resident_layers);
     // Reads overlap compute; a third buffer is bought only when it predicts more than the layer
     // its DRAM could keep resident.
-    CHECK(plan.prefetch_depth >= 1);
-    CHECK(plan.num_staging_buffers == plan.prefetch_depth + 1);
-    CHECK(plan.bound == "disk");
+    CHECK(plan.placement.prefetch_depth >= 1);
+    CHECK(plan.placement.staging_buffers == plan.placement.prefetch_depth + 1);
+    CHECK(plan.bound == Bound::kDisk);
   }
 }
 
@@ -82,9 +82,9 @@ TEST_CASE("planner: prefetch depth shrinks before the plan fails, and failure sh
                          ActivationBytes(model.config, inputs.workload);
   const uint64_t largest = model.max_extent_padded_bytes();
   inputs.cpu_mem_bytes = fixed + 2 * largest;  // room for two staging buffers only
-  CHECK(MakePlan(inputs).prefetch_depth == 1);
+  CHECK(MakePlan(inputs).placement.prefetch_depth == 1);
   inputs.cpu_mem_bytes = fixed + largest;
-  CHECK(MakePlan(inputs).prefetch_depth == 0);
+  CHECK(MakePlan(inputs).placement.prefetch_depth == 0);
   inputs.cpu_mem_bytes = fixed + largest - 1;
   CHECK_THROWS_WITH(MakePlan(inputs), Catch::Contains("too small") &&
                                           Catch::Contains("KV cache") &&
@@ -97,7 +97,7 @@ TEST_CASE("planner: predictions follow the bound") {
   const Plan slow_disk = MakePlan(inputs);
   inputs.bandwidths.disk_read_gbps *= 2;
   const Plan fast_disk = MakePlan(inputs);
-  CHECK(slow_disk.bound == "disk");
+  CHECK(slow_disk.bound == Bound::kDisk);
   CHECK(fast_disk.predicted_tokens_per_s == Approx(2 * slow_disk.predicted_tokens_per_s));
   // More DRAM never predicts less.
   double previous = 0;
@@ -161,8 +161,8 @@ TEST_CASE("planner: two large extents beside small layers are kept together, shr
       CHECK(plan.placement[i] == Tier::kDevice);  // the embeddings and the head
     }
   }
-  CHECK(plan.staging_buffer_bytes == largest_layer);
-  CHECK(plan.prefetch_depth >= 1);  // reads overlap compute
+  CHECK(plan.placement.staging_buffer_bytes == largest_layer);
+  CHECK(plan.placement.prefetch_depth >= 1);  // reads overlap compute
   // More DRAM never predicts less, and every plan fits its budget.
   double previous = 0;
   for (uint64_t percent = 50; percent <= 100; percent += 5) {

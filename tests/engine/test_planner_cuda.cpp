@@ -58,12 +58,12 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
   struct Row {
     uint64_t gpu_mem, cpu_mem;
     bool any_device, any_dram, any_nvme;
-    const char* bound;
+    Bound bound;
   };
   const Row rows[] = {
-      {80 * kGiB, 128 * kGiB, true, false, false, "hbm"},  // fits: all on the device
-      {16 * kGiB, 128 * kGiB, true, true, false, "pcie"},  // the rest pinned, over PCIe
-      {16 * kGiB, 24 * kGiB, true, true, true, "disk"},    // DRAM full too: NVMe the slowest
+      {80 * kGiB, 128 * kGiB, true, false, false, Bound::kHbm},  // fits: all on the device
+      {16 * kGiB, 128 * kGiB, true, true, false, Bound::kPcie},  // the rest pinned, over PCIe
+      {16 * kGiB, 24 * kGiB, true, true, true, Bound::kDisk},    // DRAM full too: NVMe the slowest
   };
   for (const Row& row : rows) {
     INFO("gpu " << row.gpu_mem / kGiB << " GiB, cpu " << row.cpu_mem / kGiB << " GiB");
@@ -75,8 +75,8 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
     CHECK(plan.total_dram_bytes() <= row.cpu_mem);
     CHECK(plan.bound == row.bound);
     if (plan.offload_needed) {
-      CHECK(plan.prefetch_depth >= 1);  // at least two slots: copy one while computing the other
-      CHECK(plan.device_slot_bytes >= 2 * plan.staging_buffer_bytes);
+      CHECK(plan.placement.prefetch_depth >= 1);  // at least two slots: copy one while computing the other
+      CHECK(plan.device_slot_bytes >= 2 * plan.placement.staging_buffer_bytes);
     }
     // DRAM staging, counted in the budget: device-resident extents pass through it once and NVMe
     // ones every step; with NVMe one more buffer for the copy still reading the last released.
@@ -86,10 +86,10 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
         largest_passing = std::max(largest_passing, model.extents[i].padded_bytes);
       }
     }
-    CHECK(plan.staging_buffer_bytes == largest_passing);
-    CHECK(plan.num_staging_buffers ==
-          std::max(plan.prefetch_depth, 1) + 1 + (row.any_nvme ? kCudaCopyBuffers : 0));
-    CHECK(plan.staging_bytes == plan.num_staging_buffers * plan.staging_buffer_bytes);
+    CHECK(plan.placement.staging_buffer_bytes == largest_passing);
+    CHECK(plan.placement.staging_buffers ==
+          std::max(plan.placement.prefetch_depth, 1) + 1 + (row.any_nvme ? kCudaCopyBuffers : 0));
+    CHECK(plan.staging_bytes == plan.placement.staging_buffers * plan.placement.staging_buffer_bytes);
     // Every byte is placed once: resident + pinned + streamed = the checkpoint.
     CHECK(plan.resident_bytes + plan.pinned_bytes + plan.streamed_bytes_per_step ==
           model.total_bytes());
@@ -101,7 +101,7 @@ TEST_CASE("cuda planner: the prediction is the slowest part of a step") {
   PlannerInputs inputs = CudaInputs(model, 16 * kGiB, 128 * kGiB, 4);
   inputs.bandwidths.h2d_gbps = 25;
   const Plan plan = MakePlan(inputs);
-  REQUIRE(plan.bound == "pcie");
+  REQUIRE(plan.bound == Bound::kPcie);
   const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
   CHECK(plan.h2d_seconds_per_step == Approx(moved / 25e9));
   CHECK(plan.predicted_tokens_per_s == Approx(4 / plan.h2d_seconds_per_step));
@@ -122,7 +122,7 @@ TEST_CASE("cuda planner: an offloaded cache's CPU attention adds to the compute 
     const double gpu = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
     const double step = std::max({plan.io_seconds_per_step, plan.h2d_seconds_per_step, gpu + cpu});
     CHECK(plan.predicted_tokens_per_s == Approx(16 / step));
-    CHECK(plan.bound == (dram_gbps < 10 ? "cpu-attention" : "pcie"));
+    CHECK(plan.bound == (dram_gbps < 10 ? Bound::kCpuAttention : Bound::kPcie));
   }
 }
 
@@ -153,7 +153,7 @@ TEST_CASE("cuda planner: embeddings and head claim the device together, slots si
   PlannerInputs inputs = CudaInputs(model, 80 * kGiB, 24 * kGiB, 4);
   inputs.max_prefetch_depth = 1;
   const Plan roomy = MakePlan(inputs);
-  inputs.gpu_mem_bytes = roomy.kv_bytes + roomy.activation_bytes + (260ull << 20);
+  inputs.gpu_mem_bytes = roomy.kv_bytes + roomy.activation_bytes + roomy.scratch_bytes + (260ull << 20);
   const Plan plan = MakePlan(inputs);
   REQUIRE(plan.offload_needed);
   CHECK(plan.device_bytes <= inputs.gpu_mem_bytes);
