@@ -30,10 +30,15 @@ std::string CpuBackend::name() const {
 
 Tensor CpuBackend::AllocateActivation(int64_t rows, int64_t cols) {
   activations_.push_back(std::make_unique<float[]>(rows * cols));
+  activation_bytes_ += static_cast<uint64_t>(rows * cols) * sizeof(float);
   return {activations_.back().get(), rows, cols};
 }
 
 void CpuBackend::AllocateKvCache(const KvCacheShape& shape) { kv_cache_.Allocate(shape); }
+
+uint64_t CpuBackend::allocated_bytes() const {
+  return activation_bytes_ + kv_cache_.allocated_bytes();
+}
 
 const std::byte* CpuBackend::BindExtent(const ExtentView& extent) { return extent.bytes.data(); }
 

@@ -19,6 +19,8 @@ class CpuBackend final : public Backend {
 
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
   void AllocateKvCache(const KvCacheShape& shape) override;
+  // Activations and KV cache allocated so far: what the memory model promised the planner.
+  uint64_t allocated_bytes() const;
   const std::byte* BindExtent(const ExtentView& extent) override;
   CopyFence UnbindExtent() override { return {}; }  // computed in place: nothing pending
 
@@ -47,6 +49,7 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   std::vector<std::unique_ptr<float[]>> activations_;
+  uint64_t activation_bytes_ = 0;
   cpu::CpuKvCache kv_cache_;
   std::vector<float> rope_cos_;  // [max_context][head_dim / 2]
   std::vector<float> rope_sin_;

@@ -88,4 +88,10 @@ void CpuKvCache::StoreChunks(int layer, std::span<const SequenceChunk> chunks, c
   }
 }
 
+uint64_t CpuKvCache::allocated_bytes() const {
+  const auto bytes = [](const auto& values) { return values.size() * sizeof(values[0]); };
+  return bytes(keys_.f32) + bytes(values_.f32) + bytes(keys_.i8) + bytes(values_.i8) +
+         bytes(key_scales_) + bytes(value_scales_);
+}
+
 }  // namespace zinf::cpu

@@ -32,6 +32,8 @@ class CpuKvCache {
  public:
   // Throws zinf::Error for a dtype other than f32 or int8.
   void Allocate(const KvCacheShape& shape);
+  // The bytes the cache holds (what the memory model's CpuKvCacheBytes promises).
+  uint64_t allocated_bytes() const;
   const KvCacheShape& shape() const { return shape_; }
 
   // Writes one position's key and value rows (kv_dim floats each).
