@@ -1,8 +1,6 @@
-// The CPU attention's inner loops: the AVX2 versions give the portable ones' bits for f32 and
-// int8 caches, head sizes with and without a tail, key counts around the 4-key blocks; the
-// portable scores agree with a float64 dot product; the softmax's levels agree, NaN, infinite and
-// zero scores included; and CausalAttention at each level (AVX2 and AVX-512: blocks of queries)
-// gives the portable bits for chunks around the block sizes.
+// The CPU attention's inner loops, softmax and CausalAttention (query and head blocks) at the AVX2
+// and AVX-512 levels give the portable bits: f32 and int8 caches, head sizes with and without a
+// tail, key and chunk counts around the block sizes, NaN, infinite and zero scores.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,14 +12,12 @@
 #include "cpu/attention.h"
 #include "cpu/attention_rows.h"
 #include "cpu/thread_pool.h"
+#include "tests/cpu/isa_levels.h"
 
 namespace zinf {
 
-TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit") {
-  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) {
-    WARN("no AVX2 on this CPU: nothing to compare");
-    return;
-  }
+TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit", "[avx2]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int head_dim : {8, 13, 64, 100, 128}) {
@@ -67,7 +63,10 @@ TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit") 
   }
 }
 
-TEST_CASE("softmax: every level gives the portable bits, with NaN, infinite and zero scores") {
+namespace {
+
+void CheckSoftmaxLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 4.0f);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -90,19 +89,26 @@ TEST_CASE("softmax: every level gives the portable bits, with NaN, infinite and 
           cpu::ExpScoresAndSum(portable.data(), num_keys, cpu::CpuIsa::kPortable);
       std::vector<float> portable_weights = scores;
       cpu::Softmax(portable_weights.data(), num_keys, cpu::CpuIsa::kPortable);
-      for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-        if (isa > cpu::BestCpuIsa()) continue;
-        INFO("level " << cpu::CpuIsaName(isa));
-        std::vector<float> other = scores;
-        const double other_sum = cpu::ExpScoresAndSum(other.data(), num_keys, isa);
-        CHECK(std::memcmp(portable.data(), other.data(), num_keys * sizeof(float)) == 0);
-        CHECK(std::memcmp(&portable_sum, &other_sum, sizeof(double)) == 0);
-        other = scores;
-        cpu::Softmax(other.data(), num_keys, isa);
-        CHECK(std::memcmp(portable_weights.data(), other.data(), num_keys * sizeof(float)) == 0);
-      }
+      INFO("level " << cpu::CpuIsaName(isa));
+      std::vector<float> other = scores;
+      const double other_sum = cpu::ExpScoresAndSum(other.data(), num_keys, isa);
+      CHECK(std::memcmp(portable.data(), other.data(), num_keys * sizeof(float)) == 0);
+      CHECK(std::memcmp(&portable_sum, &other_sum, sizeof(double)) == 0);
+      other = scores;
+      cpu::Softmax(other.data(), num_keys, isa);
+      CHECK(std::memcmp(portable_weights.data(), other.data(), num_keys * sizeof(float)) == 0);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("softmax: AVX2 gives the portable bits, with NaN, infinite and zero scores", "[avx2]") {
+  CheckSoftmaxLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("softmax: AVX-512 gives the portable bits, with NaN, infinite and zero scores", "[avx512]") {
+  CheckSoftmaxLevel(cpu::CpuIsa::kAvx512);
 }
 
 namespace {
@@ -158,29 +164,22 @@ cpu::AttentionArgs ArgsOver(const TestKv& kv, const std::vector<float>& q, int n
   return args;
 }
 
-// CausalAttention at every level this CPU has gives the portable level's bits (outputs of `size`
-// floats).
-void ExpectEveryLevelPortable(cpu::ThreadPool& pool, cpu::AttentionArgs args, size_t size,
-                              cpu::CpuIsa best) {
+// CausalAttention at `isa` gives the portable level's bits (outputs of `size` floats).
+void ExpectLevelGivesPortable(cpu::ThreadPool& pool, cpu::AttentionArgs args, size_t size,
+                              cpu::CpuIsa isa) {
   std::vector<float> portable(size, -1.0f), other(size);
   args.out = portable.data();
   cpu::CausalAttention(pool, args, cpu::CpuIsa::kPortable);
-  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-    if (isa > best) continue;
-    INFO("level " << cpu::CpuIsaName(isa));
-    std::fill(other.begin(), other.end(), -2.0f);
-    args.out = other.data();
-    cpu::CausalAttention(pool, args, isa);
-    CHECK(std::memcmp(portable.data(), other.data(), size * sizeof(float)) == 0);
-  }
+  INFO("level " << cpu::CpuIsaName(isa));
+  std::fill(other.begin(), other.end(), -2.0f);
+  args.out = other.data();
+  cpu::CausalAttention(pool, args, isa);
+  CHECK(std::memcmp(portable.data(), other.data(), size * sizeof(float)) == 0);
 }
 
-}  // namespace
-
-TEST_CASE("attention: every level gives the portable bits, AVX2 and AVX-512 query blocks included") {
-  const cpu::CpuIsa best = cpu::BestCpuIsa();
-  if (best < cpu::CpuIsa::kAvx512) WARN("no AVX-512 on this CPU: its query blocks are not compared");
-  if (best == cpu::CpuIsa::kPortable) return;
+// A prefill chunk beside a decode token, over chunk sizes around the AVX2 and AVX-512 query blocks.
+void CheckQueryBlocksLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   cpu::ThreadPool pool(2);
@@ -206,20 +205,18 @@ TEST_CASE("attention: every level gives the portable bits, AVX2 and AVX-512 quer
           const SequenceChunk chunks[] = {{0, start, tokens, 0}, {1, 5 + start, 1, tokens}};
           args.chunks = chunks;
           const size_t size = (tokens + 1) * width;
-          ExpectEveryLevelPortable(pool, args, size, best);
+          ExpectLevelGivesPortable(pool, args, size, isa);
         }
       }
     }
   }
 }
 
-TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX2 and AVX-512 head blocks") {
-  // Grouped-query attention at decode: the query heads sharing a KV head go through the block
-  // loops together (keys_step 0), up to 8 at a time, whenever the batch leaves enough blocks for
-  // the threads; per query the operations are the one-query loops', so every level agrees.
-  const cpu::CpuIsa best = cpu::BestCpuIsa();
-  if (best < cpu::CpuIsa::kAvx512) WARN("no AVX-512 on this CPU: its head blocks are not compared");
-  if (best == cpu::CpuIsa::kPortable) return;
+// Grouped-query attention at decode: the query heads sharing a KV head go through the block
+// loops together (keys_step 0), up to 8 at a time, whenever the batch leaves enough blocks for
+// the threads; per query the operations are the one-query loops', so every level agrees.
+void CheckHeadBlocksLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   cpu::ThreadPool pool(2);
@@ -247,11 +244,31 @@ TEST_CASE("attention: decode tokens of grouped heads give the portable bits in A
                         << chunks.size() << " chunks");
           args.chunks = chunks;
           const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
-          ExpectEveryLevelPortable(pool, args, size, best);
+          ExpectLevelGivesPortable(pool, args, size, isa);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("attention: AVX2 gives the portable bits, its query blocks included", "[avx2]") {
+  CheckQueryBlocksLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("attention: AVX-512 gives the portable bits, its query blocks included", "[avx512]") {
+  CheckQueryBlocksLevel(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX2 head blocks",
+          "[avx2]") {
+  CheckHeadBlocksLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX-512 head blocks",
+          "[avx512]") {
+  CheckHeadBlocksLevel(cpu::CpuIsa::kAvx512);
 }
 
 }  // namespace zinf

@@ -1,9 +1,10 @@
 // cpu_exp.h's exp and the kernels built on it: close to std::exp, and the 8- and 16-lane forms,
-// SiluMulRange and ExpScoresAndSum give the portable forms' bits at every level the CPU has.
+// SiluMulRange and ExpScoresAndSum give the portable forms' bits at the [avx2] / [avx512] levels.
 #include <catch2/catch.hpp>
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "cpu/attention_rows.h"
 #include "cpu/exp.h"
 #include "cpu/silu.h"
+#include "tests/cpu/isa_levels.h"
 
 namespace zinf {
 
@@ -49,73 +51,142 @@ TEST_CASE("exp: within 2 ulp of std::exp over the clamped range, clamped outside
   CHECK(std::isfinite(cpu::Exp(1000.0f)));
 }
 
-TEST_CASE("exp: the 8- and 16-lane forms give the scalar one's bits") {
-  std::vector<float> x = ExpInputs();
-  x.resize(x.size() / 16 * 16);
-  std::vector<float> scalar(x.size());
-  for (size_t i = 0; i < x.size(); ++i) scalar[i] = cpu::Exp(x[i]);
-  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) {
-    WARN("no AVX2 on this CPU: the vector forms are not checked");
-    return;
+namespace {
+
+// ExpInputs() cut to whole 16-lane vectors, and the scalar exp of each.
+struct LaneInputs {
+  std::vector<float> x = ExpInputs(), scalar;
+  LaneInputs() {
+    x.resize(x.size() / 16 * 16);
+    scalar.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) scalar[i] = cpu::Exp(x[i]);
   }
-  std::vector<float> vector(x.size(), -1.0f);
-  Exp8Of(x, vector);
-  CHECK(std::memcmp(scalar.data(), vector.data(), x.size() * sizeof(float)) == 0);
-  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx512) {
-    WARN("no AVX-512 on this CPU: the 16-lane form is not checked");
-    return;
-  }
-  std::fill(vector.begin(), vector.end(), -1.0f);
-  Exp16Of(x, vector);
-  CHECK(std::memcmp(scalar.data(), vector.data(), x.size() * sizeof(float)) == 0);
+};
+
+}  // namespace
+
+TEST_CASE("exp: the 8-lane form gives the scalar one's bits", "[avx2]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);
+  const LaneInputs in;
+  std::vector<float> vector(in.x.size(), -1.0f);
+  Exp8Of(in.x, vector);
+  CHECK(std::memcmp(in.scalar.data(), vector.data(), in.x.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("SiluMulRange: every level equals the portable one bit for bit, and silu · up") {
+TEST_CASE("exp: the 16-lane form gives the scalar one's bits", "[avx512]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx512);
+  const LaneInputs in;
+  std::vector<float> vector(in.x.size(), -1.0f);
+  Exp16Of(in.x, vector);
+  CHECK(std::memcmp(in.scalar.data(), vector.data(), in.x.size() * sizeof(float)) == 0);
+}
+
+namespace {
+
+struct SiluInput {
+  std::vector<float> gate, up;
+};
+
+std::vector<SiluInput> SiluInputs() {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<SiluInput> inputs;
   for (int64_t n : {1, 7, 8, 15, 16, 17, 1000, 1037}) {
-    std::vector<float> gate(n), up(n), portable(n);
-    for (float& v : gate) v = normal(rng);
-    for (float& v : up) v = normal(rng);
-    gate[0] = -0.0f;
-    cpu::SiluMulRange(gate.data(), up.data(), portable.data(), n, cpu::CpuIsa::kPortable);
-    for (int64_t i = 0; i < n; ++i) {
-      const double expected = gate[i] / (1.0 + std::exp(-double{gate[i]})) * up[i];
+    SiluInput& in = inputs.emplace_back(SiluInput{std::vector<float>(n), std::vector<float>(n)});
+    for (float& v : in.gate) v = normal(rng);
+    for (float& v : in.up) v = normal(rng);
+    in.gate[0] = -0.0f;
+  }
+  return inputs;
+}
+
+std::vector<float> PortableSiluMul(const SiluInput& in) {
+  std::vector<float> out(in.gate.size());
+  cpu::SiluMulRange(in.gate.data(), in.up.data(), out.data(), static_cast<int64_t>(out.size()),
+                    cpu::CpuIsa::kPortable);
+  return out;
+}
+
+void CheckSiluMulLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
+  for (const SiluInput& in : SiluInputs()) {
+    const int64_t n = static_cast<int64_t>(in.gate.size());
+    const std::vector<float> portable = PortableSiluMul(in);
+    INFO("n " << n << " level " << cpu::CpuIsaName(isa));
+    std::vector<float> fast(n, -1.0f);
+    cpu::SiluMulRange(in.gate.data(), in.up.data(), fast.data(), n, isa);
+    CHECK(std::memcmp(portable.data(), fast.data(), n * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SiluMulRange: the portable form is silu · up") {
+  for (const SiluInput& in : SiluInputs()) {
+    const std::vector<float> portable = PortableSiluMul(in);
+    for (size_t i = 0; i < portable.size(); ++i) {
+      const double expected = in.gate[i] / (1.0 + std::exp(-double{in.gate[i]})) * in.up[i];
       CHECK(portable[i] == Approx(expected).epsilon(1e-6).margin(1e-30));
-    }
-    for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-      if (isa > cpu::BestCpuIsa()) continue;
-      INFO("n " << n << " level " << cpu::CpuIsaName(isa));
-      std::vector<float> fast(n, -1.0f);
-      cpu::SiluMulRange(gate.data(), up.data(), fast.data(), n, isa);
-      CHECK(std::memcmp(portable.data(), fast.data(), n * sizeof(float)) == 0);
     }
   }
 }
 
-TEST_CASE("ExpScoresAndSum: the AVX2 form equals the portable one bit for bit; the sum is exact") {
+TEST_CASE("SiluMulRange: the AVX2 form equals the portable one bit for bit", "[avx2]") {
+  CheckSiluMulLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("SiluMulRange: the AVX-512 form equals the portable one bit for bit", "[avx512]") {
+  CheckSiluMulLevel(cpu::CpuIsa::kAvx512);
+}
+
+namespace {
+
+// Normal scores for each key count, and the portable form's exps and sum of them.
+struct ScoreRow {
+  std::vector<float> scores, portable;
+  double portable_sum;
+};
+
+std::vector<ScoreRow> ScoreRows() {
   std::mt19937 rng(4);
   std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<ScoreRow> rows;
   for (int num_keys : {1, 7, 8, 9, 23, 64, 129}) {
-    std::vector<float> scores(num_keys);
-    for (float& v : scores) v = normal(rng);
-    std::vector<float> portable = scores;
-    const double portable_sum = cpu::ExpScoresAndSum(portable.data(), num_keys, cpu::CpuIsa::kPortable);
-    float max_score = scores[0];
-    for (float v : scores) max_score = std::max(max_score, v);
+    ScoreRow& row = rows.emplace_back();
+    row.scores.resize(num_keys);
+    for (float& v : row.scores) v = normal(rng);
+    row.portable = row.scores;
+    row.portable_sum = cpu::ExpScoresAndSum(row.portable.data(), num_keys, cpu::CpuIsa::kPortable);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("ExpScoresAndSum: the portable form is exp(score − max); the sum is exact") {
+  for (const ScoreRow& row : ScoreRows()) {
+    const int num_keys = static_cast<int>(row.scores.size());
+    float max_score = row.scores[0];
+    for (float v : row.scores) max_score = std::max(max_score, v);
     double exact_sum = 0;
     for (int j = 0; j < num_keys; ++j) {
-      const double exact = std::exp(double{scores[j]} - max_score);
-      CHECK(portable[j] == Approx(exact).epsilon(1e-6).margin(1e-38));
-      exact_sum += portable[j];
+      const double exact = std::exp(double{row.scores[j]} - max_score);
+      CHECK(row.portable[j] == Approx(exact).epsilon(1e-6).margin(1e-38));
+      exact_sum += row.portable[j];
     }
-    CHECK(portable_sum == Approx(exact_sum).epsilon(1e-12));
-    if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) continue;
-    std::vector<float> avx2 = scores;
+    CHECK(row.portable_sum == Approx(exact_sum).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("ExpScoresAndSum: the AVX2 form equals the portable one bit for bit", "[avx2]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);
+  for (const ScoreRow& row : ScoreRows()) {
+    const int num_keys = static_cast<int>(row.scores.size());
+    std::vector<float> avx2 = row.scores;
     const double avx2_sum = cpu::ExpScoresAndSum(avx2.data(), num_keys, cpu::CpuIsa::kAvx2);
     INFO("keys " << num_keys);
-    CHECK(std::memcmp(portable.data(), avx2.data(), num_keys * sizeof(float)) == 0);
-    CHECK(std::memcmp(&portable_sum, &avx2_sum, sizeof(double)) == 0);
+    CHECK(std::memcmp(row.portable.data(), avx2.data(), num_keys * sizeof(float)) == 0);
+    CHECK(std::memcmp(&row.portable_sum, &avx2_sum, sizeof(double)) == 0);
   }
 }
 

@@ -1,7 +1,6 @@
-// int8 / int4 quantization and the CPU kernels that read it: error bounds of the quantizers
-// (weights, and the int8 kernels' activation blocks), kernel results against a float64 product of
-// the operands they multiply, each vector level against portable bit for bit, and batch
-// invariance.
+// int8 / int4 quantization and the CPU kernels that read it: the quantizers' error bounds (weights
+// and the int8 kernels' activation blocks), kernels against a float64 product of their operands,
+// the AVX2 and AVX-512 levels against portable bit for bit, and batch invariance.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "cpu/matmul_quant.h"
 #include "cpu/q8_activations.h"
 #include "engine/quantized.h"
+#include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
 
 namespace zinf {
@@ -46,19 +46,6 @@ struct QuantizedMatrix {
     weight = {bytes.data(), dtype, rows, cols, dtype == DType::kQ4 ? group_size : 0};
   }
 };
-
-// Every kernel level above portable, each skipped with a note where this CPU lacks it.
-std::vector<cpu::CpuIsa> VectorIsas() {
-  std::vector<cpu::CpuIsa> isas;
-  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-    if (cpu::BestCpuIsa() >= isa) {
-      isas.push_back(isa);
-    } else {
-      WARN("skipping the " << cpu::CpuIsaName(isa) << " kernels: this CPU does not support them");
-    }
-  }
-  return isas;
-}
 
 }  // namespace
 
@@ -129,7 +116,10 @@ std::vector<float> Q8RoundTrip(const std::vector<float>& x, int64_t tokens, int6
   return out;
 }
 
-TEST_CASE("quantized matmul equals a float64 product of the operands it multiplies") {
+namespace {
+
+void CheckQuantizedMatMulFloat64(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   // int8 multiplies the activations' Q8 blocks (exactly representable as q · scale); int4 the
   // f32 activations. Both multiply the dequantized weights.
   struct Shape {
@@ -154,28 +144,38 @@ TEST_CASE("quantized matmul equals a float64 product of the operands it multipli
     std::vector<float> dequantized(shape.rows * shape.cols);
     for (int64_t r = 0; r < shape.rows; ++r)
       DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
-    std::vector<cpu::CpuIsa> isas = VectorIsas();
-    isas.insert(isas.begin(), cpu::CpuIsa::kPortable);
-    for (cpu::CpuIsa isa : isas) {
-      std::vector<float> out(tokens * shape.rows);
-      cpu::MatMulRowsQuantized(x.data(), shape.cols, tokens, q.weight, bias, out.data(),
-                               shape.rows, 0, shape.rows, isa);
-      for (int64_t t = 0; t < tokens; ++t) {
-        for (int64_t r = 0; r < shape.rows; ++r) {
-          double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
-          for (int64_t c = 0; c < shape.cols; ++c) {
-            const double product =
-                static_cast<double>(operand[t * shape.cols + c]) * dequantized[r * shape.cols + c];
-            exact += product;
-            magnitude += std::fabs(product);
-          }
-          INFO(DTypeName(shape.dtype) << " " << shape.rows << "x" << shape.cols << " g"
-                                      << shape.group_size << " " << cpu::CpuIsaName(isa));
-          CHECK(std::fabs(out[t * shape.rows + r] - exact) <= 1e-5 * magnitude);
+    std::vector<float> out(tokens * shape.rows);
+    cpu::MatMulRowsQuantized(x.data(), shape.cols, tokens, q.weight, bias, out.data(), shape.rows,
+                             0, shape.rows, isa);
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t r = 0; r < shape.rows; ++r) {
+        double exact = bias_values[r], magnitude = std::fabs(bias_values[r]);
+        for (int64_t c = 0; c < shape.cols; ++c) {
+          const double product =
+              static_cast<double>(operand[t * shape.cols + c]) * dequantized[r * shape.cols + c];
+          exact += product;
+          magnitude += std::fabs(product);
         }
+        INFO(DTypeName(shape.dtype) << " " << shape.rows << "x" << shape.cols << " g"
+                                    << shape.group_size << " " << cpu::CpuIsaName(isa));
+        CHECK(std::fabs(out[t * shape.rows + r] - exact) <= 1e-5 * magnitude);
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("quantized matmul equals a float64 product of the operands it multiplies") {
+  CheckQuantizedMatMulFloat64(cpu::CpuIsa::kPortable);
+}
+
+TEST_CASE("quantized matmul at AVX2 equals a float64 product of its operands", "[avx2]") {
+  CheckQuantizedMatMulFloat64(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("quantized matmul at AVX-512 equals a float64 product of its operands", "[avx512]") {
+  CheckQuantizedMatMulFloat64(cpu::CpuIsa::kAvx512);
 }
 
 TEST_CASE("int8 activation blocks: within half a step of each block's scale, zero-padded") {
@@ -205,8 +205,8 @@ TEST_CASE("int8 activation blocks: within half a step of each block's scale, zer
   }
 }
 
-TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's bytes") {
-  if (cpu::BestCpuIsa() < cpu::CpuIsa::kAvx2) return;
+TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's bytes", "[avx2]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   for (int64_t cols : {1, 5, 31, 32, 33, 64, 100, 172, 768, 2048}) {
@@ -238,8 +238,10 @@ TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's 
   }
 }
 
-TEST_CASE("int8 matmul: every vector kernel equals the portable one bit for bit") {
-  const std::vector<cpu::CpuIsa> isas = VectorIsas();
+namespace {
+
+void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
     // 37 rows: several 8- and 16-row tiles, a pair and a lone row left over.
     const int64_t rows = 37;
@@ -261,29 +263,39 @@ TEST_CASE("int8 matmul: every vector kernel equals the portable one bit for bit"
       std::vector<float> portable(tokens * rows);
       cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
                                rows, cpu::CpuIsa::kPortable);
-      for (cpu::CpuIsa isa : isas) {
-        for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}}) {
-          std::vector<float> vector(tokens * rows, -1.0f);
-          // Rows split as a thread pool would.
-          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
-                                   split, isa);
-          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                   split, rows, isa);
-          INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
-                                    << split);
-          CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
-        }
+      for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}}) {
+        std::vector<float> vector(tokens * rows, -1.0f);
+        // Rows split as a thread pool would.
+        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
+                                 split, isa);
+        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                 split, rows, isa);
+        INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
+                                  << split);
+        CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
       }
     }
   }
 }
 
-TEST_CASE("int4 matmul: every vector kernel equals the portable one bit for bit") {
+}  // namespace
+
+TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit", "[avx2]") {
+  CheckInt8MatMulLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("int8 matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
+  CheckInt8MatMulLevel(cpu::CpuIsa::kAvx512);
+}
+
+namespace {
+
+void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
   // From 8 tokens on, rows are dequantized a block at a time and multiplied by the float kernel
   // (cpu_matmul_q4_batched.h); below, the int4 kernels read the nibbles directly. Both must give
   // the portable bits, with biases in f32 and bf16 (a block's bias starts mid-vector), partial
   // blocks and groups, and row ranges split as a thread pool would.
-  const std::vector<cpu::CpuIsa> isas = VectorIsas();
   for (int group_size : {32, 64, 128}) {
     for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
       const int64_t rows = 37;  // at 1040 and 4100 columns, several dequantized blocks
@@ -300,19 +312,17 @@ TEST_CASE("int4 matmul: every vector kernel equals the portable one bit for bit"
           std::vector<float> portable(tokens * rows);
           cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows,
                                    0, rows, cpu::CpuIsa::kPortable);
-          for (cpu::CpuIsa isa : isas) {
-            for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
-              std::vector<float> vector(tokens * rows, -1.0f);
-              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                       0, split, isa);
-              cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                       split, rows, isa);
-              INFO(cpu::CpuIsaName(isa) << " group " << group_size << " cols " << cols
-                                        << " tokens " << tokens << " split " << split << " bias "
-                                        << DTypeName(bias.dtype));
-              CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
-                    0);
-            }
+          for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
+            std::vector<float> vector(tokens * rows, -1.0f);
+            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                     0, split, isa);
+            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                     split, rows, isa);
+            INFO(cpu::CpuIsaName(isa) << " group " << group_size << " cols " << cols << " tokens "
+                                      << tokens << " split " << split << " bias "
+                                      << DTypeName(bias.dtype));
+            CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
+                  0);
           }
         }
       }
@@ -320,21 +330,56 @@ TEST_CASE("int4 matmul: every vector kernel equals the portable one bit for bit"
   }
 }
 
-TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product at every level") {
-  // x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
-  const int64_t rows = 20, cols = 64, tokens = 6;
-  std::vector<float> ones(rows * cols, 1.0f);
-  QuantizedMatrix q(ones, DType::kI8, rows, cols, 0);  // all 127, scale 1/127
-  auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
-  for (int64_t r = 0; r < rows; ++r) values[r * cols + r] = -128;
-  std::vector<float> x(tokens * cols, 0.0f);
-  for (int64_t t = 0; t < tokens; ++t) {
-    x[t * cols + 63] = 127.0f;  // block 1's scale 1: the −128 bytes meet exact integers
-    for (int64_t c = 0; c < 32; ++c) x[t * cols + c] = (c + t) % 3 == 0 ? -1.0f : 0.5f;
+}  // namespace
+
+TEST_CASE("int4 matmul: the AVX2 kernel equals the portable one bit for bit", "[avx2]") {
+  CheckInt4MatMulLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("int4 matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
+  CheckInt4MatMulLevel(cpu::CpuIsa::kAvx512);
+}
+
+namespace {
+
+// x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
+struct SignTrickCase {
+  static constexpr int64_t rows = 20, cols = 64, tokens = 6;
+  // All 127 (scale 1/127) but for a −128 on the diagonal.
+  QuantizedMatrix q{std::vector<float>(rows * cols, 1.0f), DType::kI8, rows, cols, 0};
+  std::vector<float> x = std::vector<float>(tokens * cols, 0.0f);
+
+  SignTrickCase() {
+    auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+    for (int64_t r = 0; r < rows; ++r) values[r * cols + r] = -128;
+    for (int64_t t = 0; t < tokens; ++t) {
+      x[t * cols + 63] = 127.0f;  // block 1's scale 1: the −128 bytes meet exact integers
+      for (int64_t c = 0; c < 32; ++c) x[t * cols + c] = (c + t) % 3 == 0 ? -1.0f : 0.5f;
+    }
   }
-  std::vector<float> portable(tokens * rows);
-  cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
-                           cpu::CpuIsa::kPortable);
+  std::vector<float> Product(cpu::CpuIsa isa) const {
+    std::vector<float> out(tokens * rows, -1.0f);
+    cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, out.data(), rows, 0, rows, isa);
+    return out;
+  }
+};
+
+void CheckSignTrickLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
+  const SignTrickCase trick;
+  const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
+  const std::vector<float> vector = trick.Product(isa);
+  INFO(cpu::CpuIsaName(isa));
+  CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product") {
+  const SignTrickCase trick;
+  const int64_t rows = trick.rows, cols = trick.cols, tokens = trick.tokens;
+  const std::vector<float>& x = trick.x;
+  const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       // Block 0 (scale 1/127): x = −1 or 0.5 quantize to −127 or 64, against 127 but for the
@@ -349,13 +394,14 @@ TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product at every 
       CHECK(std::fabs(portable[t * rows + r] - expected) <= 1e-5 * std::fabs(expected));
     }
   }
-  for (cpu::CpuIsa isa : VectorIsas()) {
-    std::vector<float> vector(tokens * rows, -1.0f);
-    cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, vector.data(), rows, 0, rows,
-                             isa);
-    INFO(cpu::CpuIsaName(isa));
-    CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
-  }
+}
+
+TEST_CASE("int8 matmul: a −128 weight gives the portable bits at AVX2", "[avx2]") {
+  CheckSignTrickLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("int8 matmul: a −128 weight gives the portable bits at AVX-512", "[avx512]") {
+  CheckSignTrickLevel(cpu::CpuIsa::kAvx512);
 }
 
 TEST_CASE("int8 matmul: quantizing activations errs by at most half a step per block") {

@@ -1,0 +1,33 @@
+// Runner for the CPU tests. CTest runs the [avx2] and [avx512] tests as entries of their own with
+// ZINF_TEST_REQUIRES_ISA naming the level; on a CPU without it they exit 77, reported as skipped.
+#define CATCH_CONFIG_RUNNER
+#include <spdlog/spdlog.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "cpu/isa.h"
+
+int main(int argc, char* argv[]) {
+  using zinf::cpu::CpuIsa;
+  const char* required = std::getenv("ZINF_TEST_REQUIRES_ISA");
+  if (required != nullptr && *required != '\0') {
+    const CpuIsa levels[] = {CpuIsa::kAvx2, CpuIsa::kAvx512};
+    const CpuIsa* level = nullptr;
+    for (const CpuIsa& isa : levels) {
+      if (zinf::cpu::CpuIsaName(isa) == std::string_view(required)) level = &isa;
+    }
+    if (level == nullptr) {  // a typo must not turn into a skip
+      std::fprintf(stderr, "ZINF_TEST_REQUIRES_ISA=%s is not avx2 or avx512\n", required);
+      return 2;
+    }
+    if (zinf::cpu::BestCpuIsa() < *level) {
+      std::printf("skipped: this CPU lacks %s, which these tests check\n", required);
+      return 77;
+    }
+  }
+  spdlog::set_level(spdlog::level::warn);
+  return Catch::Session().run(argc, argv);
+}
