@@ -35,12 +35,8 @@ struct BenchOptions {
   std::vector<std::string> refills = {"continuous"};
   int num_prompts = 0;  // 0: one batch
   int repeats = 3;
-  int threads = 0;
-  std::string kv_dtype = "f32";
-  std::string cpu_mem;
-  DeviceChoice device;
-  int step_tokens = 512;
-  int micro_batch_tokens = 0;
+  // The shared flags bench does not sweep (threads, KV dtype, budgets, step, device).
+  SessionOptions session;
   std::string csv_path, json_path, plot_path;
 };
 
@@ -190,8 +186,8 @@ void RunBench(const BenchOptions& options) {
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
   double pinned_h2d_gbps = 0;
-  if (options.device.device == "cuda") {
-    pinned_h2d_gbps = cuda::MeasurePinnedH2DGbps(options.device.gpu, kPinnedProbeBytes);
+  if (options.session.device.device == BackendKind::kCuda) {
+    pinned_h2d_gbps = cuda::MeasurePinnedH2DGbps(options.session.device.gpu, kPinnedProbeBytes);
     spdlog::info("pinned host-to-device copies: {:.1f} GB/s ({} MiB buffers)", pinned_h2d_gbps,
                  kPinnedProbeBytes >> 20);
   }
@@ -201,7 +197,8 @@ void RunBench(const BenchOptions& options) {
       Fail("--refill: '{}' is not one of continuous, static", refill_name);
     }
     const Refill refill = refill_name == "static" ? Refill::kStatic : Refill::kContinuous;
-    for (const std::string& weights : options.weights) {
+    for (const std::string& weights_text : options.weights) {
+      const WeightsMode weights = ParseWeightsMode(weights_text);
       for (int depth : options.prefetch_depths) {
         for (const std::string& prompt_text : options.prompt_lens) {
           for (const std::string& gen_text : options.gen_lens) {
@@ -210,7 +207,7 @@ void RunBench(const BenchOptions& options) {
             for (const std::string& batch_text : options.batch_sizes) {
               const int batch = ParseBatchSize(batch_text);
               BenchRow row;
-              row.weights = weights;
+              row.weights = weights_text;
               row.prefetch_depth = depth;
               row.auto_batch = batch == 0;
               row.prompt_len = prompt.text;
@@ -218,17 +215,11 @@ void RunBench(const BenchOptions& options) {
               row.refill = refill_name;
               row.repeats = options.repeats;
               row.pinned_h2d_gbps = pinned_h2d_gbps;
-              SessionOptions session;
+              SessionOptions session = options.session;
               session.batch_size = batch;
               session.max_context = prompt.high + gen.high + 1;
-              session.step_tokens = options.step_tokens;
-              session.micro_batch_tokens = options.micro_batch_tokens;
-              session.threads = options.threads;
               session.weights = weights;
               session.prefetch_depth = depth;
-              session.cpu_mem = options.cpu_mem;
-              session.kv_dtype = options.kv_dtype;
-              session.device = options.device;
               const int count = options.num_prompts > 0 ? options.num_prompts : std::max(batch, 16);
               session.max_auto_batch = count;  // more slots than prompts would sit idle
               const std::vector<Request> requests =
@@ -276,16 +267,9 @@ void AddBenchCommand(CLI::App& app) {
       ->delimiter(',')->capture_default_str();
   command->add_option("--num-prompts", options->num_prompts, "prompts per run (default: one batch)");
   command->add_option("--repeat", options->repeats, "runs per configuration")->capture_default_str();
-  command->add_option("--threads", options->threads, "CPU threads (default: all cores)");
-  command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
-      ->capture_default_str();
-  command->add_option("--cpu-mem", options->cpu_mem, "DRAM budget for the planner (auto weights)");
-  command->add_option("--step-tokens", options->step_tokens, "most tokens per forward step")
-      ->capture_default_str();
-  command->add_option("--micro-batch-tokens", options->micro_batch_tokens,
-                      "rows per micro-batch of the block schedule (0: one per step)")
-      ->capture_default_str();
-  AddDeviceOptions(command, options->device);
+  SessionFlags swept;  // comma lists above, or set per run from the lengths
+  swept.batch_size = swept.weights = swept.prefetch_depth = swept.max_context = false;
+  AddSessionOptions(command, options->session, swept);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");
   command->add_option("--plot", options->plot_path, "throughput vs batch size, .svg or .png");

@@ -10,13 +10,13 @@
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cmd/plan_json.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
 #include "cmd/results_file.h"
 #include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
 #include "cmd/run_metrics.h"
-#include "cpu/cpu_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
 #include "io/weight_source_factory.h"
@@ -35,7 +35,6 @@ struct GenerateOptions {
   bool skip_bad_lines = false;
   bool print = false;
   SessionOptions session;
-  std::string batch_size = "auto";
   std::string refill = "continuous";
   std::string metrics_json;
   std::string fault_inject;  // testing only; see cmd/fault_injection.h
@@ -117,7 +116,6 @@ void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Fault> faults;
   if (!options.fault_inject.empty()) faults = ParseFaultSpec(options.fault_inject);
-  options.session.batch_size = ParseBatchSize(options.batch_size);
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
@@ -134,8 +132,7 @@ void RunGenerate(GenerateOptions options) {
   }
 
   SessionOptions session_options = options.session;
-  // More slots than requests would only cost KV-cache memory.
-  session_options.max_auto_batch = static_cast<int>(std::clamp<size_t>(to_do, 1, 256));
+  session_options.max_auto_batch = MaxAutoBatchFor(to_do);
   std::unique_ptr<FaultInjector> faults_injected;
   Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
   if (!faults.empty()) {
@@ -208,7 +205,9 @@ void RunGenerate(GenerateOptions options) {
   spdlog::info("{}", metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);
-    if (!(file << metrics.Json())) Fail("cannot write --metrics-json {}", options.metrics_json);
+    nlohmann::json json = metrics.Json();
+    json["plan"] = PlanJson(session.plan(), session.limits().max_sequences);
+    if (!(file << json.dump(2) << "\n")) Fail("cannot write --metrics-json {}", options.metrics_json);
   }
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
@@ -235,33 +234,7 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
-  SessionOptions& session = options->session;
-  command->add_option("--batch-size", options->batch_size,
-                      "sequences generated at once, or auto: the planner's best under --cpu-mem")
-      ->capture_default_str();
-  command->add_option("--max-context", session.max_context,
-                      "positions per sequence (default: the model's, at most 4096)");
-  command->add_option("--step-tokens", session.step_tokens,
-                      "most tokens per forward step (prompt chunks plus decode tokens)")
-      ->capture_default_str();
-  command->add_option("--micro-batch-tokens", session.micro_batch_tokens,
-                      "rows per micro-batch: each layer runs the step's micro-batches in turn, so "
-                      "--step-tokens can exceed what the activations hold (0: one per step)")
-      ->capture_default_str();
-  command->add_option("--threads", session.threads, "CPU threads (default: all cores)");
-  command->add_option("--kv-dtype", session.kv_dtype,
-                      "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)")
-      ->capture_default_str();
-  command->add_option("--weights", session.weights,
-                      "auto (the planner places each extent under --cpu-mem), resident (read "
-                      "once) or stream (re-read every step)")
-      ->capture_default_str();
-  command->add_option("--cpu-mem", session.cpu_mem,
-                      "DRAM budget for weights, staging, KV cache and activations, e.g. 24G "
-                      "(default: this machine's memory)");
-  command->add_option("--prefetch-depth", session.prefetch_depth,
-                      "extents read ahead while one computes (default: the plan's)");
-  AddDeviceOptions(command, session.device);
+  AddSessionOptions(command, options->session);
   command->add_option("--metrics-json", options->metrics_json,
                       "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");
   command->add_option("--refill", options->refill,

@@ -108,14 +108,9 @@ void AddPerplexityCommand(CLI::App& app) {
   command->add_option("--step-tokens", options->step_tokens, "tokens per forward step")
       ->capture_default_str();
   command->add_option("--json", options->json_path, "also write the result as JSON here");
-  SessionOptions& session = options->session;
-  command->add_option("--threads", session.threads, "CPU threads (default: all cores)");
-  command->add_option("--weights", session.weights, "auto, resident or stream")
-      ->capture_default_str();
-  command->add_option("--cpu-mem", session.cpu_mem, "DRAM budget, e.g. 24G (default: this machine's)");
-  command->add_option("--kv-dtype", session.kv_dtype, "KV cache dtype: f32 or int8")
-      ->capture_default_str();
-  AddDeviceOptions(command, session.device);
+  SessionFlags flags;  // one sequence of --context positions in steps of --step-tokens
+  flags.batch_size = flags.max_context = flags.step_tokens = flags.micro_batch_tokens = false;
+  AddSessionOptions(command, options->session, flags);
   command->callback([options] { RunPerplexity(*options); });
 }
 

@@ -3,15 +3,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cmd/byte_size.h"
-#include "cmd/calibration.h"
 #include "cmd/commands.h"
-#include "cmd/engine_session.h"
+#include "cmd/plan_json.h"
+#include "cmd/prompt_file.h"
+#include "cmd/session_plan.h"
 #include "engine/error.h"
 #include "engine/planner/planner.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {
@@ -22,15 +23,9 @@ struct PlanOptions {
   std::string model_dir;
   std::string config;
   std::string dtype = "f16";
-  std::string cpu_mem;
-  std::string gpu_mem;
-  std::string device = "cpu";
-  std::string batch_size = "8";
-  std::string kv_dtype = "f32";
-  std::string kv_offload = "none";
-  Workload workload;
-  Bandwidths bandwidths;
-  bool rates_given = false;
+  std::string json_path;
+  std::string prompts;
+  SessionOptions session;
 };
 
 // A checkpoint description without weights: what `convert` would write for this config.
@@ -119,57 +114,27 @@ void RunPlan(const PlanOptions& options) {
   if (options.model_dir.empty() == options.config.empty()) {
     Fail("give exactly one of --model DIR and --config CONFIG.json");
   }
-  if (options.device != "cpu" && options.device != "cuda") {
-    Fail("--device: '{}' is not one of cpu, cuda", options.device);
-  }
   const std::optional<DType> dtype = ParseDType(options.dtype);
   if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16, int8, int4", options.dtype);
   const Checkpoint checkpoint = options.model_dir.empty()
                                     ? CheckpointForConfig(options.config, *dtype)
                                     : formats::LoadCheckpoint(options.model_dir);
-  PlannerInputs inputs;
-  inputs.checkpoint = &checkpoint;
-  inputs.backend = options.device == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
-  if (inputs.backend == BackendKind::kCuda) {
-    if (options.gpu_mem.empty()) Fail("--device cuda needs --gpu-mem (e.g. 80G)");
-    inputs.gpu_mem_bytes = ParseByteSize(options.gpu_mem, "--gpu-mem");
+  // The same planning `generate` does with these flags (cmd/session_plan.h), which sizes
+  // --batch-size auto to the prompts it has.
+  SessionOptions session = options.session;
+  if (!options.prompts.empty()) {
+    PromptFileReader reader(options.prompts);
+    size_t requests = 0;
+    while (reader.Next()) ++requests;
+    session.max_auto_batch = MaxAutoBatchFor(requests);
   }
-  inputs.cpu_mem_bytes = options.cpu_mem.empty() ? PhysicalMemoryBytes()
-                                                 : ParseByteSize(options.cpu_mem, "--cpu-mem");
-  const uint64_t physical = PhysicalMemoryBytes();
-  if (physical > 0 && inputs.cpu_mem_bytes > physical) {
-    spdlog::warn("--cpu-mem {:.1f} GiB is more than this machine's {:.1f} GiB of memory",
-                 inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
+  const SessionPlan planned = PlanSession(checkpoint, session);
+  if (!planned.batch_choice.empty()) fmt::print("{}\n", planned.batch_choice);
+  PrintPlan(checkpoint, planned.inputs, planned.plan);
+  if (!options.json_path.empty()) {
+    formats::WriteFileAtomically(options.json_path,
+                                 PlanJson(planned.plan, planned.limits.max_sequences).dump(2) + "\n");
   }
-  inputs.workload = options.workload;
-  if (options.kv_dtype != "f32" && options.kv_dtype != "int8") {
-    Fail("--kv-dtype: '{}' is not one of f32, int8", options.kv_dtype);
-  }
-  inputs.workload.kv_dtype = options.kv_dtype == "int8" ? DType::kI8 : DType::kF32;
-  inputs.workload.kv_offload = ParseKvOffload(options.kv_offload, options.device);
-  // Rates given as flags win; otherwise this machine's calibration, when one has run (its disk
-  // rate serves CUDA plans too; the device rates stay as given or assumed).
-  inputs.bandwidths = options.bandwidths;
-  if (!options.rates_given) {
-    if (std::optional<Bandwidths> measured = LoadCalibration()) {
-      const Bandwidths device = inputs.bandwidths;
-      inputs.bandwidths = *measured;
-      inputs.bandwidths.h2d_gbps = device.h2d_gbps;
-      inputs.bandwidths.device_gbps = device.device_gbps;
-      inputs.bandwidths.device_tflops = device.device_tflops;
-    }
-  }
-  const int batch_size = ParseBatchSize(options.batch_size);
-  if (batch_size == 0) {
-    const BatchChoice choice = ChooseBatchSize(inputs, 256);
-    fmt::print("{}\n", choice.why);
-    inputs.workload.batch_size = choice.batch_size;
-    inputs.workload.step_tokens = std::max(inputs.workload.step_tokens, choice.batch_size);
-    PrintPlan(checkpoint, inputs, choice.plan);
-    return;
-  }
-  inputs.workload.batch_size = batch_size;
-  PrintPlan(checkpoint, inputs, MakePlan(inputs));
 }
 
 }  // namespace
@@ -182,40 +147,25 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--config", options->config, "a Hugging Face config.json (see configs/)");
   command->add_option("--dtype", options->dtype, "weight dtype assumed with --config")
       ->capture_default_str();
-  command->add_option("--cpu-mem", options->cpu_mem,
-                      "DRAM budget, e.g. 24G (default: this machine's memory)");
-  command->add_option("--device", options->device, "cpu or cuda")->capture_default_str();
-  command->add_option("--gpu-mem", options->gpu_mem, "device memory budget with --device cuda, e.g. 80G");
-  command->add_option("--batch-size", options->batch_size, "a size, or auto: the planner's best")
-      ->capture_default_str();
-  command->add_option("--max-context", options->workload.max_context)->capture_default_str();
-  command->add_option("--step-tokens", options->workload.step_tokens)->capture_default_str();
-  command->add_option("--kv-dtype", options->kv_dtype, "KV cache dtype: f32 or int8")
-      ->capture_default_str();
-  command->add_option("--kv-offload", options->kv_offload,
-                      "cuda: none, or cpu (KV cache in DRAM, attention on the CPU)")
-      ->capture_default_str();
-  CLI::Option* disk = command->add_option("--disk-gbps", options->bandwidths.disk_read_gbps,
-                                          "disk read rate (default: zinf calibrate's)");
-  CLI::Option* dram = command->add_option("--dram-gbps", options->bandwidths.dram_read_gbps,
-                                          "DRAM read rate (default: zinf calibrate's)");
-  CLI::Option* gflops = command->add_option(
-      "--gflops", options->bandwidths.compute_gflops,
-      "compute rate, for every weight dtype (default: zinf calibrate's, per dtype)");
-  CLI::Option* pcie = command->add_option("--pcie-gbps", options->bandwidths.h2d_gbps,
-                                          "pinned host-to-device copy rate (cuda)")
-                           ->capture_default_str();
-  CLI::Option* hbm = command->add_option("--hbm-gbps", options->bandwidths.device_gbps,
-                                         "device-memory read rate (cuda)")
-                          ->capture_default_str();
-  CLI::Option* tflops = command->add_option("--tflops", options->bandwidths.device_tflops,
-                                            "device matmul rate (cuda)")
-                             ->capture_default_str();
-  command->callback([options, disk, dram, gflops, pcie, hbm, tflops] {
-    options->rates_given = disk->count() + dram->count() + gflops->count() + pcie->count() +
-                           hbm->count() + tflops->count() > 0;
-    RunPlan(*options);
-  });
+  command->add_option("--json", options->json_path,
+                      "also write the plan as JSON here (what generate's --metrics-json embeds)");
+  command->add_option("--prompts", options->prompts,
+                      "the prompt file generate would run: --batch-size auto takes no more "
+                      "sequences than it has prompts");
+  options->session.batch_size = 8;
+  AddSessionOptions(command, options->session);
+  RateOverrides& rates = options->session.rates;
+  const auto rate = [&](const char* name, std::optional<double>& target, const char* help) {
+    command->add_option_function<double>(name, [&target](double value) { target = value; }, help);
+  };
+  rate("--disk-gbps", rates.disk_gbps, "disk read rate (default: zinf calibrate's)");
+  rate("--dram-gbps", rates.dram_gbps, "DRAM read rate (default: zinf calibrate's)");
+  rate("--gflops", rates.gflops,
+       "compute rate, for every weight dtype (default: zinf calibrate's, per dtype)");
+  rate("--pcie-gbps", rates.pcie_gbps, "pinned host-to-device copy rate (cuda; default 25)");
+  rate("--hbm-gbps", rates.hbm_gbps, "device-memory read rate (cuda; default 3000)");
+  rate("--tflops", rates.tflops, "device matmul rate (cuda; default 400)");
+  command->callback([options] { RunPlan(*options); });
 }
 
 }  // namespace zinf::cli

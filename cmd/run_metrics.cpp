@@ -54,8 +54,8 @@ std::string RunMetrics::SummaryLine() const {
       percent_of_bound, bound, predicted_decode_tokens_per_s);
 }
 
-std::string RunMetrics::Json() const {
-  const nlohmann::json json = {
+nlohmann::json RunMetrics::Json() const {
+  return {
       {"seconds", seconds},
       {"requests", {{"completed", completed}, {"failed", failed}}},
       {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
@@ -75,7 +75,6 @@ std::string RunMetrics::Json() const {
       {"overlap_ratio", overlap_ratio},
       {"bound", {{"kind", bound}, {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
                  {"percent_reached", percent_of_bound}}}};
-  return json.dump(2) + "\n";
 }
 
 }  // namespace zinf::cli

@@ -2,6 +2,8 @@
 // --metrics-json, so a user can tell whether slow is the hardware or the software.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "engine/generator.h"
@@ -32,7 +34,7 @@ struct RunMetrics {
   double percent_of_bound = 0;
 
   std::string SummaryLine() const;
-  std::string Json() const;
+  nlohmann::json Json() const;
 };
 
 // `load` is the weight source's stats right after construction (the resident load), `end` at the

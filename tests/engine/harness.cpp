@@ -92,15 +92,15 @@ Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
 
 cli::SessionOptions OptionsFor(const LoadedModel& model, const EngineSettings& settings) {
   cli::SessionOptions options;
-  options.weights =
-      settings.placement == io::WeightPlacement::kStreamed ? "stream" : "resident";
+  options.weights = settings.placement == io::WeightPlacement::kStreamed ? cli::WeightsMode::kStream
+                                                                         : cli::WeightsMode::kResident;
   options.prefetch_depth = settings.prefetch_depth;
   options.batch_size = settings.batch_size;
   options.step_tokens = settings.step_tokens;
   options.threads = settings.threads;
   options.max_context = settings.max_context > 0 ? settings.max_context
                                                  : model.checkpoint.config.max_position_embeddings;
-  options.kv_dtype = DTypeName(settings.kv_dtype);
+  options.kv_dtype = settings.kv_dtype;
   options.micro_batch_tokens = settings.micro_batch_tokens;
   return options;
 }

@@ -1,0 +1,124 @@
+// The shared engine flags (cmd/session_options.h): registered once, parsed into enums at once.
+#include "cmd/session_options.h"
+
+#include "engine/error.h"
+
+namespace zinf::cli {
+
+namespace {
+
+DType ParseKvDtype(const std::string& text) {
+  if (text == "f32") return DType::kF32;
+  if (text == "int8") return DType::kI8;
+  Fail("--kv-dtype: '{}' is not one of f32, int8", text);
+}
+
+BackendKind ParseDevice(const std::string& text) {
+  if (text == "cpu") return BackendKind::kCpu;
+  if (text == "cuda") return BackendKind::kCuda;
+  Fail("--device: '{}' is not one of cpu, cuda", text);
+}
+
+bool ParseKvOffload(const std::string& text) {
+  if (text == "none") return false;
+  if (text == "cpu") return true;
+  Fail("--kv-offload: '{}' is not one of none, cpu", text);
+}
+
+// A flag whose text becomes a value while the command line is parsed (a bad value fails before
+// anything runs); `shown` is the default --help prints.
+template <typename T, typename Parse>
+CLI::Option* AddParsed(CLI::App* command, const std::string& name, T& target, Parse parse,
+                       const std::string& shown, const std::string& help) {
+  return command
+      ->add_option_function<std::string>(
+          name, [&target, parse](const std::string& text) { target = parse(text); }, help)
+      ->default_str(shown);
+}
+
+}  // namespace
+
+int ParseBatchSize(const std::string& text) {
+  if (text == "auto") return 0;
+  try {
+    size_t used = 0;
+    const int value = std::stoi(text, &used);
+    if (used == text.size() && value >= 1) return value;
+  } catch (const std::exception&) {
+  }
+  Fail("--batch-size: '{}' is not 'auto' or a positive integer", text);
+}
+
+WeightsMode ParseWeightsMode(const std::string& text) {
+  if (text == "auto") return WeightsMode::kAuto;
+  if (text == "resident") return WeightsMode::kResident;
+  if (text == "stream") return WeightsMode::kStream;
+  Fail("--weights: '{}' is not one of auto, resident, stream", text);
+}
+
+const char* WeightsModeName(WeightsMode mode) {
+  switch (mode) {
+    case WeightsMode::kAuto: return "auto";
+    case WeightsMode::kResident: return "resident";
+    case WeightsMode::kStream: return "stream";
+  }
+  return "?";
+}
+
+void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
+  AddParsed(command, "--device", choice.device, ParseDevice, BackendName(choice.device),
+            "cpu, or cuda (weights resident in GPU memory)");
+  command->add_option("--gpu", choice.gpu, "CUDA device index")->capture_default_str();
+  AddParsed(command, "--gpu-compute", choice.gpu_compute, ParseGpuCompute,
+            choice.gpu_compute == GpuCompute::kF32 ? "f32" : "bf16",
+            "what f32 weights are multiplied in on the GPU: bf16 or f32 (f16/bf16 checkpoints "
+            "use their own type; products accumulate in f32)");
+  command->add_option("--gpu-mem", choice.gpu_mem,
+                      "GPU memory budget, e.g. 70G (default: whatever the device has free)");
+  AddParsed(command, "--kv-offload", choice.kv_offload, ParseKvOffload,
+            choice.kv_offload ? "cpu" : "none",
+            "cuda: none, or cpu — the KV cache in DRAM and attention on the CPU, so device "
+            "memory holds weights and the batch can grow");
+}
+
+void AddSessionOptions(CLI::App* command, SessionOptions& options, const SessionFlags& flags) {
+  if (flags.batch_size) {
+    AddParsed(command, "--batch-size", options.batch_size, ParseBatchSize,
+              options.batch_size == 0 ? "auto" : std::to_string(options.batch_size),
+              "sequences generated at once, or auto: the planner's best under the budgets");
+  }
+  if (flags.max_context) {
+    command->add_option("--max-context", options.max_context,
+                        "positions per sequence (default: the model's, at most 4096)");
+  }
+  if (flags.step_tokens) {
+    command->add_option("--step-tokens", options.step_tokens,
+                        "most tokens per forward step (prompt chunks plus decode tokens)")
+        ->capture_default_str();
+  }
+  if (flags.micro_batch_tokens) {
+    command->add_option("--micro-batch-tokens", options.micro_batch_tokens,
+                        "rows per micro-batch: each layer runs the step's micro-batches in turn, "
+                        "so --step-tokens can exceed what the activations hold (0: one per step)")
+        ->capture_default_str();
+  }
+  command->add_option("--threads", options.threads, "CPU threads (default: all cores)");
+  AddParsed(command, "--kv-dtype", options.kv_dtype, ParseKvDtype, std::string(DTypeName(options.kv_dtype)),
+            "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)");
+  if (flags.weights) {
+    AddParsed(command, "--weights", options.weights, ParseWeightsMode,
+              WeightsModeName(options.weights),
+              "auto (the planner places each extent under the budgets), resident (read once) or "
+              "stream (re-read every step)");
+  }
+  command->add_option("--cpu-mem", options.cpu_mem,
+                      "DRAM budget for weights, staging, KV cache and activations, e.g. 24G "
+                      "(default: this machine's memory)");
+  if (flags.prefetch_depth) {
+    command->add_option("--prefetch-depth", options.prefetch_depth,
+                        "extents read ahead while one computes (default: the plan's)");
+  }
+  AddDeviceOptions(command, options.device);
+}
+
+}  // namespace zinf::cli

@@ -1,0 +1,129 @@
+// PlanSession: options → limits → planner inputs → batch size → placement (cmd/session_plan.h).
+#include "cmd/session_plan.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "cmd/byte_size.h"
+#include "cmd/calibration.h"
+#include "cuda/cuda_backend.h"
+#include "engine/error.h"
+
+namespace zinf::cli {
+
+namespace {
+
+// --gpu-mem, or what the device has free less a margin for the CUDA context and cuBLAS.
+uint64_t GpuBudget(const DeviceChoice& device) {
+  if (!device.gpu_mem.empty()) return ParseByteSize(device.gpu_mem, "--gpu-mem");
+  const uint64_t free_bytes = cuda::CudaFreeMemoryBytes(device.gpu);
+  if (free_bytes == 0) {
+    Fail("--device cuda needs --gpu-mem (e.g. 80G) here: there is no usable GPU to ask how much "
+         "memory it has");
+  }
+  return free_bytes / 20 * 19;
+}
+
+// This machine's calibration (or the assumed rates), with each rate given as a flag replacing its
+// measured or assumed value.
+Bandwidths RatesFor(const RateOverrides& given) {
+  Bandwidths rates = LoadCalibration().value_or(Bandwidths{});
+  const auto apply = [](const std::optional<double>& flag, double& rate) {
+    if (flag) rate = *flag;
+  };
+  apply(given.disk_gbps, rates.disk_read_gbps);
+  apply(given.dram_gbps, rates.dram_read_gbps);
+  if (given.gflops) rates.int8_gflops = rates.int4_gflops = 0;  // the one rate for every dtype
+  apply(given.gflops, rates.compute_gflops);
+  apply(given.pcie_gbps, rates.h2d_gbps);
+  apply(given.hbm_gbps, rates.device_gbps);
+  apply(given.tflops, rates.device_tflops);
+  return rates;
+}
+
+ModelLimits LimitsFor(const Checkpoint& checkpoint, const SessionOptions& options) {
+  if (options.batch_size < 0) Fail("--batch-size must be at least 1, got {}", options.batch_size);
+  if (options.micro_batch_tokens < 0) {
+    Fail("--micro-batch-tokens must be 0 (the whole step) or positive, got {}",
+         options.micro_batch_tokens);
+  }
+  ModelLimits limits;
+  limits.max_sequences = std::max(options.batch_size, 1);
+  limits.max_context = options.max_context > 0
+                           ? options.max_context
+                           : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
+  limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
+  limits.max_logit_rows = options.logit_rows_per_step;
+  limits.micro_batch_tokens = options.micro_batch_tokens;
+  limits.kv_dtype = options.kv_dtype;
+  return limits;
+}
+
+PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& options,
+                        const ModelLimits& limits) {
+  PlannerInputs inputs;
+  inputs.checkpoint = &checkpoint;
+  inputs.backend = options.device.device;
+  if (inputs.backend == BackendKind::kCuda) inputs.gpu_mem_bytes = GpuBudget(options.device);
+  const uint64_t physical = PhysicalMemoryBytes();
+  inputs.cpu_mem_bytes =
+      options.cpu_mem.empty() ? physical : ParseByteSize(options.cpu_mem, "--cpu-mem");
+  if (physical > 0 && inputs.cpu_mem_bytes > physical) {
+    spdlog::warn("--cpu-mem {:.1f} GiB is more than this machine's {:.1f} GiB of memory",
+                 inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
+  }
+  inputs.workload.batch_size = limits.max_sequences;
+  inputs.workload.max_context = limits.max_context;
+  inputs.workload.step_tokens = limits.max_tokens_per_step;
+  inputs.workload.kv_dtype = limits.kv_dtype;
+  inputs.workload.kv_offload = options.device.kv_offload;
+  inputs.workload.micro_batch_tokens = limits.micro_batch_tokens;
+  inputs.workload.logit_rows = limits.max_logit_rows;
+  inputs.workload.gpu_compute = options.device.gpu_compute;
+  inputs.bandwidths = RatesFor(options.rates);
+  return inputs;
+}
+
+// The planner's placement (--weights auto), or every extent resident or streamed (--weights
+// resident|stream) with its memory use and prediction evaluated the same way; --prefetch-depth
+// re-evaluates the chosen placement at that depth.
+Plan PlanPlacement(const Checkpoint& checkpoint, const SessionOptions& options,
+                   const PlannerInputs& inputs) {
+  if (options.weights == WeightsMode::kAuto) {
+    const Plan plan = MakePlan(inputs);
+    if (options.prefetch_depth < 0 || !plan.offload_needed) return plan;
+    return EvaluatePlacement(inputs, plan.placement.tiers, options.prefetch_depth);
+  }
+  const Tier tier = options.weights == WeightsMode::kResident ? Tier::kDevice : Tier::kNvme;
+  return EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier),
+                           options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
+}
+
+}  // namespace
+
+int MaxAutoBatchFor(size_t requests) {
+  return static_cast<int>(std::clamp<size_t>(requests, 1, 256));
+}
+
+SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& options) {
+  if (options.device.kv_offload && options.device.device != BackendKind::kCuda) {
+    Fail("--kv-offload cpu moves a GPU's KV cache to DRAM; with --device {} it is there already",
+         BackendName(options.device.device));
+  }
+  SessionPlan session;
+  session.limits = LimitsFor(checkpoint, options);
+  session.inputs = InputsFor(checkpoint, options, session.limits);
+  if (options.batch_size == 0) {
+    const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch);
+    session.batch_choice = choice.why;
+    SessionOptions chosen = options;
+    chosen.batch_size = choice.batch_size;
+    session.limits = LimitsFor(checkpoint, chosen);
+    session.inputs = InputsFor(checkpoint, chosen, session.limits);
+  }
+  session.plan = PlanPlacement(checkpoint, options, session.inputs);
+  return session;
+}
+
+}  // namespace zinf::cli

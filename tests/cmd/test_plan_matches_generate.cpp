@@ -1,0 +1,64 @@
+// `zinf plan` plans exactly what `zinf generate` runs: for the same flags, the plan --json writes
+// equals the plan generate's --metrics-json reports (placement per extent, batch size, prefetch
+// depth, staging, bytes and prediction), whether the planner, --batch-size auto (sized to the
+// prompts) or --weights chose.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "tests/cmd/cli_harness.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+TEST_CASE("zinf plan and zinf generate choose the same placement, batch and prefetch depth") {
+  const std::string dir = MakeTempDir("cli-plan-vs-generate");
+  const std::string prompts = dir + "/prompts.txt";
+  WriteFile(prompts, "Once upon a time\nThe sun\nTom was sad.\n");
+  const std::vector<std::vector<std::string>> flag_sets = {
+      // 2 MiB: one layer resident, the rest streamed; the planner picks the batch too.
+      {"--batch-size", "auto", "--max-context", "256", "--cpu-mem", "2M"},
+      {"--batch-size", "2", "--max-context", "256", "--cpu-mem", "2600K", "--kv-dtype", "int8",
+       "--micro-batch-tokens", "8"},
+      {"--batch-size", "auto", "--max-context", "256", "--cpu-mem", "8M"},  // all resident
+      {"--batch-size", "3", "--max-context", "128", "--weights", "stream", "--prefetch-depth", "2"},
+  };
+  int mixed = 0;
+  for (const std::vector<std::string>& flags : flag_sets) {
+    std::string shown;
+    for (const std::string& flag : flags) shown += " " + flag;
+    INFO("flags:" << shown);
+    std::vector<std::string> plan_args = {"plan", "--model", ConvertedStories260KDir(), "--prompts",
+                                          prompts, "--json", dir + "/plan.json"};
+    plan_args.insert(plan_args.end(), flags.begin(), flags.end());
+    const CliResult planned = RunZinf(plan_args);
+    INFO(planned.err);
+    REQUIRE(planned.exit_code == 0);
+
+    std::vector<std::string> generate_args = {
+        "generate", "--model", ConvertedStories260KDir(), "--prompts", prompts, "--out",
+        dir + "/out.jsonl", "--max-new-tokens", "4", "--metrics-json", dir + "/metrics.json"};
+    generate_args.insert(generate_args.end(), flags.begin(), flags.end());
+    std::remove((dir + "/out.jsonl").c_str());
+    const CliResult generated = RunZinf(generate_args);
+    INFO(generated.err);
+    REQUIRE(generated.exit_code == 0);
+
+    const nlohmann::json plan = nlohmann::json::parse(ReadFile(dir + "/plan.json"));
+    const nlohmann::json ran = nlohmann::json::parse(ReadFile(dir + "/metrics.json"))["plan"];
+    CHECK(plan["tiers"] == ran["tiers"]);
+    CHECK(plan["batch_size"] == ran["batch_size"]);
+    CHECK(plan["prefetch_depth"] == ran["prefetch_depth"]);
+    CHECK(plan == ran);  // staging, bytes and the prediction too
+    const std::vector<std::string> tiers = plan["tiers"];
+    if (std::count(tiers.begin(), tiers.end(), "nvme") > 0 &&
+        std::count(tiers.begin(), tiers.end(), "device") > 0) {
+      ++mixed;
+    }
+  }
+  CHECK(mixed >= 1);  // at least one placement the planner had to split between tiers
+}
+
+}  // namespace zinf::testing
