@@ -10,7 +10,7 @@ if(ZINF_FUZZ)
   endif()
   # Coverage instrumentation for the libraries; the fuzz executables add -fsanitize=fuzzer (main).
   add_compile_options(-fsanitize=fuzzer-no-link)
-  # engine/cpu_matmul*.cpp's AVX2 kernels rely on GCC-only pragmas (push_options/target) and a
+  # cpu/matmul*.cpp's AVX2 kernels rely on GCC-only pragmas (push_options/target) and a
   # __builtin_cpu_supports feature clang 14 lacks; no parser calls a kernel, so the fuzz build leaves
   # it out (the fuzz targets link only what the parsers use; the tests and zinf need GCC here).
   set_source_files_properties(${CMAKE_SOURCE_DIR}/cpu/matmul.cpp

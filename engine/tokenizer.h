@@ -1,4 +1,5 @@
-// The tokenizer interface: SentencePiece tokenizer.model now, Hugging Face tokenizer.json later.
+// The tokenizer interface, implemented for SentencePiece tokenizer.model and Hugging Face
+// tokenizer.json (model_formats/tokenizers/).
 #pragma once
 
 #include <cstdint>

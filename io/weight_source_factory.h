@@ -24,7 +24,7 @@ struct WeightSourceOptions {
   // Streamed: staging buffers beyond prefetch_depth + 1 (see TieredOptions::copy_buffers).
   int copy_buffers = 0;
   bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
-  ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see uring_reader.h
+  ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see extent_reader.h
 };
 
 std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
