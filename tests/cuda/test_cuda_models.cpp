@@ -253,8 +253,11 @@ TEST_CASE("cuda: streaming weights through the slot ring gives the resident plac
   const std::vector<Completion> a = Generate(int8, requests, int8_resident);
   const std::vector<Completion> b = Generate(int8, requests, int8_streamed);
   for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
-  CHECK_THROWS_WITH(Cuda(cuda::ComputeType::kBf16, 1)(Stories260K().checkpoint, ModelLimits{}),
-                    Catch::Contains("--dtype bf16"));
+  Placement host_resident;
+  host_resident.tiers.assign(Stories260K().checkpoint.extents.size(), Tier::kDevice);
+  CHECK_THROWS_WITH(
+      Cuda(cuda::ComputeType::kBf16, 1)(Stories260K().checkpoint, ModelLimits{}, host_resident),
+      Catch::Contains("--dtype bf16"));
 }
 
 }  // namespace zinf::testing
