@@ -1,6 +1,6 @@
 // CudaBackend: memory from the pool, ops as cuBLAS calls and kernel launches on one stream (its
-// weights: cuda/cuda_weight_binding.cpp). Host-side checks mirror the CPU backend's, so bad ids
-// or positions fail the same way on both.
+// weights: cuda/cuda_weight_binding.cpp; its small int arrays: cuda/cuda_device_ints.cpp).
+// Host-side checks mirror the CPU backend's, so bad ids or positions fail the same way on both.
 #include "cuda/cuda_backend_impl.h"
 
 #include <spdlog/spdlog.h>
@@ -154,39 +154,6 @@ CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(copy_stream_);
   cudaStreamSynchronize(stream_);
   for (const void* region : pinned_) cudaHostUnregister(const_cast<void*>(region));
-}
-
-CudaBackend::DeviceInts CudaBackend::MakeInts(size_t capacity, const char* what) {
-  DeviceInts buffer;
-  buffer.capacity = capacity;
-  auto* data = static_cast<int*>(pool_->Allocate(
-      std::max<size_t>(capacity, 1) * sizeof(int) * kDeviceIntsEntries, what));
-  buffer.entries.resize(kDeviceIntsEntries);
-  for (size_t i = 0; i < buffer.entries.size(); ++i) buffer.entries[i].data = data + i * capacity;
-  return buffer;
-}
-
-const int* CudaBackend::Upload(DeviceInts& buffer, std::span<const int> values, const char* what) {
-  ZINF_CHECK(values.size() <= buffer.capacity, "{} {} exceed the {} planned", values.size(), what,
-             buffer.capacity);
-  ++buffer.uses;
-  DeviceInts::Entry* oldest = &buffer.entries.front();
-  for (DeviceInts::Entry& entry : buffer.entries) {
-    if (entry.host.size() == values.size() &&
-        std::equal(values.begin(), values.end(), entry.host.begin())) {
-      entry.last_use = buffer.uses;
-      return entry.data;
-    }
-    if (entry.last_use < oldest->last_use) oldest = &entry;
-  }
-  oldest->host.assign(values.begin(), values.end());
-  oldest->last_use = buffer.uses;
-  // Queued behind every op that read the entry before. From pageable memory the copy is staged
-  // before the call returns, so `host` may change after.
-  CheckCuda(cudaMemcpyAsync(oldest->data, oldest->host.data(), values.size() * sizeof(int),
-                            cudaMemcpyHostToDevice, stream_),
-            what);
-  return oldest->data;
 }
 
 kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
