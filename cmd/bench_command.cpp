@@ -110,17 +110,21 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
   const TransferStats copies_before = session.transfer_stats();  // the resident uploads
   const auto start = std::chrono::steady_clock::now();
   generator.Run(callbacks, nullptr);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const GenerationStats& stats = generator.stats();
   const double streamed = session.weights().stats().bytes_read - bytes_before;
   const TransferStats copies = session.transfer_stats();
   const double copy_seconds = copies.copy_seconds - copies_before.copy_seconds;
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
-  RunResult result{rate(stats.prompt_tokens, stats.prefill_seconds),
-                   rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
-                   rate(stats.generated_tokens, seconds),     rate(streamed / 1e9, seconds),
-                   session.limits().max_sequences,           session.plan().predicted_tokens_per_s,
-                   BoundName(session.plan().bound)};
+  RunResult result{
+      rate(stats.prompt_tokens, stats.prefill_seconds),
+      rate(stats.generated_tokens - stats.prefill_steps_generated, stats.decode_seconds),
+      rate(stats.generated_tokens, seconds),
+      rate(streamed / 1e9, seconds),
+      session.limits().max_sequences,
+      session.plan().predicted_tokens_per_s,
+      BoundName(session.plan().bound)};
   if (session.plan().on_cuda()) {
     result.moved_bytes_per_step =
         static_cast<double>(session.plan().pinned_bytes + session.plan().streamed_bytes_per_step);
@@ -153,9 +157,10 @@ void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Ref
   row.disk_gbps = Summarize(disk);
   row.h2d_gbps = Summarize(h2d);
   row.copy_busy_percent = Summarize(busy);
-  row.percent_of_bound = row.predicted_decode_tokens_per_s > 0
-                             ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
-                             : 0;
+  row.percent_of_bound =
+      row.predicted_decode_tokens_per_s > 0
+          ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
+          : 0;
   FillStreamBound(row);
   spdlog::info("{} weights, batch {}, {} refill: generation {:.1f} tok/s", row.weights,
                row.batch_size, row.refill, row.generation_tokens_per_s.mean);
@@ -254,19 +259,28 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--batch-size", options->batch_sizes, "comma list of sizes or auto")
       ->delimiter(',')
       ->capture_default_str();
-  command->add_option("--prompt-len", options->prompt_lens,
-                      "comma list of lengths N or ranges A:B (mixed lengths drawn from [A, B])")
-      ->delimiter(',')->capture_default_str();
+  command
+      ->add_option("--prompt-len", options->prompt_lens,
+                   "comma list of lengths N or ranges A:B (mixed lengths drawn from [A, B])")
+      ->delimiter(',')
+      ->capture_default_str();
   command->add_option("--gen-len", options->gen_lens, "comma list of lengths N or ranges A:B")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   command->add_option("--weights", options->weights, "comma list of auto, resident, stream")
-      ->delimiter(',')->capture_default_str();
-  command->add_option("--prefetch-depth", options->prefetch_depths,
-                      "comma list; -1 takes the plan's")->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--prefetch-depth", options->prefetch_depths, "comma list; -1 takes the plan's")
+      ->delimiter(',')
+      ->capture_default_str();
   command->add_option("--refill", options->refills, "comma list of continuous, static")
-      ->delimiter(',')->capture_default_str();
-  command->add_option("--num-prompts", options->num_prompts, "prompts per run (default: one batch)");
-  command->add_option("--repeat", options->repeats, "runs per configuration")->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--num-prompts", options->num_prompts,
+                      "prompts per run (default: one batch)");
+  command->add_option("--repeat", options->repeats, "runs per configuration")
+      ->capture_default_str();
   SessionFlags swept;  // comma lists above, or set per run from the lengths
   swept.batch_size = swept.weights = swept.prefetch_depth = swept.max_context = false;
   AddSessionOptions(command, options->session, swept);

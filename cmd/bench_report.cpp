@@ -42,7 +42,8 @@ void FillStreamBound(BenchRow& row) {
   row.stream_bound_tokens_per_s = 0;
   row.percent_of_stream_bound = 0;
   if (row.pinned_h2d_gbps <= 0 || row.moved_bytes_per_step <= 0) return;
-  row.stream_bound_tokens_per_s = row.batch_size * row.pinned_h2d_gbps * 1e9 / row.moved_bytes_per_step;
+  row.stream_bound_tokens_per_s =
+      row.batch_size * row.pinned_h2d_gbps * 1e9 / row.moved_bytes_per_step;
   row.percent_of_stream_bound = 100 * row.decode_tokens_per_s.mean / row.stream_bound_tokens_per_s;
 }
 
@@ -52,11 +53,11 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows) {
       "generation tok/s | disk GB/s | predicted decode tok/s | bound | % of bound |\n"
       "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|\n";
   for (const BenchRow& r : rows) {
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% |\n",
-                       r.weights, r.prefetch_depth, BatchCell(r),
-                       r.prompt_len, r.gen_len, r.refill, Show(r.prefill_tokens_per_s), Show(r.decode_tokens_per_s),
-                       Show(r.generation_tokens_per_s), r.disk_gbps.mean,
-                       r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% |\n",
+        r.weights, r.prefetch_depth, BatchCell(r), r.prompt_len, r.gen_len, r.refill,
+        Show(r.prefill_tokens_per_s), Show(r.decode_tokens_per_s), Show(r.generation_tokens_per_s),
+        r.disk_gbps.mean, r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
   }
   const bool streamed_to_gpu = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) {
     return r.pinned_h2d_gbps > 0 && r.moved_bytes_per_step > 0;
@@ -69,11 +70,11 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows) {
          "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BenchRow& r : rows) {
     if (r.moved_bytes_per_step <= 0) continue;
-    out += fmt::format("| {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% | {:.0f}% | {:.1f} | {:.0f}% |\n",
-                       r.weights, BatchCell(r), r.moved_bytes_per_step / 1e9, r.pinned_h2d_gbps,
-                       Show(r.h2d_gbps), 100 * r.h2d_gbps.mean / r.pinned_h2d_gbps,
-                       r.copy_busy_percent.mean, r.stream_bound_tokens_per_s,
-                       r.percent_of_stream_bound);
+    out += fmt::format(
+        "| {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% | {:.0f}% | {:.1f} | {:.0f}% |\n", r.weights,
+        BatchCell(r), r.moved_bytes_per_step / 1e9, r.pinned_h2d_gbps, Show(r.h2d_gbps),
+        100 * r.h2d_gbps.mean / r.pinned_h2d_gbps, r.copy_busy_percent.mean,
+        r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
   }
   return out;
 }
@@ -86,13 +87,12 @@ std::string Csv(const std::vector<BenchRow>& rows) {
       "moved_bytes_per_step,h2d_gbps,copy_busy_percent,stream_bound_tok_s,"
       "percent_of_stream_bound\n";
   for (const BenchRow& r : rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.3f},{},{:.2f},",
-                       r.weights, r.prefetch_depth, r.batch_size, r.prompt_len, r.gen_len, r.refill,
-                       r.repeats, r.prefill_tokens_per_s.mean, r.prefill_tokens_per_s.sd,
-                       r.decode_tokens_per_s.mean, r.decode_tokens_per_s.sd,
-                       r.generation_tokens_per_s.mean, r.generation_tokens_per_s.sd,
-                       r.disk_gbps.mean, r.predicted_decode_tokens_per_s, r.bound,
-                       r.percent_of_bound);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.3f},{},{:.2f},",
+        r.weights, r.prefetch_depth, r.batch_size, r.prompt_len, r.gen_len, r.refill, r.repeats,
+        r.prefill_tokens_per_s.mean, r.prefill_tokens_per_s.sd, r.decode_tokens_per_s.mean,
+        r.decode_tokens_per_s.sd, r.generation_tokens_per_s.mean, r.generation_tokens_per_s.sd,
+        r.disk_gbps.mean, r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
     out += fmt::format("{:.3f},{:.0f},{:.3f},{:.2f},{:.3f},{:.2f}\n", r.pinned_h2d_gbps,
                        r.moved_bytes_per_step, r.h2d_gbps.mean, r.copy_busy_percent.mean,
                        r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
@@ -104,18 +104,24 @@ std::string Json(const std::vector<BenchRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   auto stat = [](const Stat& s) { return nlohmann::json{{"mean", s.mean}, {"sd", s.sd}}; };
   for (const BenchRow& r : rows) {
-    out.push_back({{"weights", r.weights}, {"prefetch_depth", r.prefetch_depth},
-                   {"batch_size", r.batch_size}, {"prompt_len", r.prompt_len},
-                   {"gen_len", r.gen_len}, {"refill", r.refill}, {"repeats", r.repeats},
+    out.push_back({{"weights", r.weights},
+                   {"prefetch_depth", r.prefetch_depth},
+                   {"batch_size", r.batch_size},
+                   {"prompt_len", r.prompt_len},
+                   {"gen_len", r.gen_len},
+                   {"refill", r.refill},
+                   {"repeats", r.repeats},
                    {"prefill_tok_s", stat(r.prefill_tokens_per_s)},
                    {"decode_tok_s", stat(r.decode_tokens_per_s)},
                    {"generation_tok_s", stat(r.generation_tokens_per_s)},
                    {"disk_gbps", stat(r.disk_gbps)},
                    {"predicted_decode_tok_s", r.predicted_decode_tokens_per_s},
-                   {"bound", r.bound}, {"percent_of_bound", r.percent_of_bound},
+                   {"bound", r.bound},
+                   {"percent_of_bound", r.percent_of_bound},
                    {"pinned_h2d_gbps", r.pinned_h2d_gbps},
                    {"moved_bytes_per_step", r.moved_bytes_per_step},
-                   {"h2d_gbps", stat(r.h2d_gbps)}, {"copy_busy_percent", stat(r.copy_busy_percent)},
+                   {"h2d_gbps", stat(r.h2d_gbps)},
+                   {"copy_busy_percent", stat(r.copy_busy_percent)},
                    {"stream_bound_tok_s", r.stream_bound_tokens_per_s},
                    {"percent_of_stream_bound", r.percent_of_stream_bound}});
   }
@@ -149,7 +155,8 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const std::stri
   for (int tick = 0; tick <= 5; ++tick) {
     const double rate = max_rate * tick / 5;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLeft - 6,
-                       y(rate) + 4, rate >= 100 ? fmt::format("{:.0f}", rate) : fmt::format("{:.2g}", rate));
+                       y(rate) + 4,
+                       rate >= 100 ? fmt::format("{:.0f}", rate) : fmt::format("{:.2g}", rate));
   }
   std::vector<int> batches;
   for (const BenchRow& r : rows) batches.push_back(r.batch_size);
@@ -178,12 +185,14 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const std::stri
     }
     svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
                        measured, color);
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-dasharray=\"6 4\"/>\n",
-                       bound, color);
+    svg += fmt::format(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-dasharray=\"6 4\"/>\n", bound,
+        color);
     const double legend_y = kTop + 16 + index * 34;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", kLeft + plot_w + 14,
                        legend_y, color, name);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\" font-size=\"10\">solid: measured, dashed: bound</text>\n",
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\" font-size=\"10\">solid: measured, "
+                       "dashed: bound</text>\n",
                        kLeft + plot_w + 14, legend_y + 14, color);
     ++index;
   }

@@ -19,7 +19,7 @@ struct BenchRow {
   int prefetch_depth = 0;
   int batch_size = 0;
   bool auto_batch = false;  // chosen by --batch-size auto
-  std::string prompt_len;  // "N" or a range "A:B"
+  std::string prompt_len;   // "N" or a range "A:B"
   std::string gen_len;
   std::string refill;
   int repeats = 0;
@@ -31,12 +31,12 @@ struct BenchRow {
   // From the plan of this configuration.
   double predicted_decode_tokens_per_s = 0;
   std::string bound;
-  double percent_of_bound = 0;   // decode tok/s ÷ predicted
+  double percent_of_bound = 0;  // decode tok/s ÷ predicted
   // A GPU run that moves weights over PCIe every step (zero otherwise).
-  double pinned_h2d_gbps = 0;    // cudaMemcpy from page-locked memory, measured at start
-  double moved_bytes_per_step = 0;  // weights not held in device memory: N·B/(P·b)'s P·b
-  Stat h2d_gbps;                 // streamed bytes ÷ the copy engine's time copying them
-  Stat copy_busy_percent;        // the copy engine's time copying ÷ run time
+  double pinned_h2d_gbps = 0;            // cudaMemcpy from page-locked memory, measured at start
+  double moved_bytes_per_step = 0;       // weights not held in device memory: N·B/(P·b)'s P·b
+  Stat h2d_gbps;                         // streamed bytes ÷ the copy engine's time copying them
+  Stat copy_busy_percent;                // the copy engine's time copying ÷ run time
   double stream_bound_tokens_per_s = 0;  // batch × pinned rate ÷ moved bytes per step
   double percent_of_stream_bound = 0;    // decode tok/s ÷ that bound
 };

@@ -13,7 +13,8 @@ void AddCalibrateCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(
-      "calibrate", "Measure disk read, DRAM and compute rates on this machine; the planner uses them");
+      "calibrate",
+      "Measure disk read, DRAM and compute rates on this machine; the planner uses them");
   command->add_option("--file", options->file,
                       "read this file (e.g. a checkpoint's weights.bin) to measure the disk; "
                       "default: a temporary 1 GiB file in the cache directory");

@@ -49,8 +49,8 @@ std::string CalibrationCachePath() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   const fs::path base = xdg != nullptr && *xdg != '\0' ? fs::path(xdg)
-                        : home != nullptr             ? fs::path(home) / ".cache"
-                                                      : fs::temp_directory_path();
+                        : home != nullptr              ? fs::path(home) / ".cache"
+                                                       : fs::temp_directory_path();
   return (base / "zinf" / "calibration.json").string();
 }
 
@@ -70,9 +70,10 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.measured = true;
   spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
                "(int8 weights {:.1f}, int4 {:.1f}; {} threads) -> {}",
-               rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
-               rates.dram_read_gbps, rates.compute_gflops, rates.int8_gflops, rates.int4_gflops,
-               num_threads, cache.string());
+               rates.disk_read_gbps, file,
+               disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached", rates.dram_read_gbps,
+               rates.compute_gflops, rates.int8_gflops, rates.int4_gflops, num_threads,
+               cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
                          {"compute_gflops", rates.compute_gflops},
@@ -101,8 +102,8 @@ std::optional<Bandwidths> LoadCalibration() {
     rates.measured = true;
     return rates;
   } catch (const nlohmann::json::exception& error) {
-    spdlog::warn("ignoring the calibration cache {}: {}; run zinf calibrate", CalibrationCachePath(),
-                 error.what());
+    spdlog::warn("ignoring the calibration cache {}: {}; run zinf calibrate",
+                 CalibrationCachePath(), error.what());
     return std::nullopt;
   }
 }

@@ -50,7 +50,8 @@ void RunConvert(const ConvertCommandOptions& options) {
     synthetic_options.seed = options.seed;
     synthetic_options.overwrite = options.force;
     synthetic_options.progress = on_progress;
-    summary = formats::WriteSyntheticCheckpoint(options.synthetic_config, out_dir, synthetic_options);
+    summary =
+        formats::WriteSyntheticCheckpoint(options.synthetic_config, out_dir, synthetic_options);
   } else {
     formats::ConvertOptions convert;
     convert.dtype = dtype;
@@ -83,8 +84,9 @@ void AddConvertCommand(CLI::App& app) {
                       "weight dtype: f32, f16 or bf16 (default: as stored; f16 for --synthetic); "
                       "int8 (per output row) or int4 (group-wise) quantizes the weight matrices "
                       "and keeps norms and biases as stored");
-  command->add_option("--group-size", options->group_size,
-                      "int4: elements per group sharing a scale and minimum (32, 64 or 128)")
+  command
+      ->add_option("--group-size", options->group_size,
+                   "int4: elements per group sharing a scale and minimum (32, 64 or 128)")
       ->capture_default_str();
   command->add_option("--keep-float", options->keep_float,
                       "matrices left unquantized: a comma list of embed, head, none, or "

@@ -52,8 +52,8 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     weights_ = io::OpenWeightSource(checkpoint, plan.placement, io_options);
     backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
   }
-  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, planned_.limits,
-                                   plan.placement);
+  model_ =
+      std::make_unique<Model>(checkpoint, *backend_, *weights_, planned_.limits, plan.placement);
 }
 
 }  // namespace zinf::cli

@@ -41,8 +41,8 @@ Fault ParseOne(std::string_view item) {
   std::string_view target = item.substr(colon + 1);
   if (const size_t at = target.find('@'); at != std::string_view::npos) {
     const std::string_view count = target.substr(at + 1);
-    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(),
-                                              fault.nth_read);
+    const auto [end, error] =
+        std::from_chars(count.data(), count.data() + count.size(), fault.nth_read);
     if (error != std::errc() || end != count.data() + count.size() || fault.nth_read < 1) {
       Fail("--fault-inject: '{}': the read number after '@' must be an integer >= 1", item);
     }

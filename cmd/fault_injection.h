@@ -22,8 +22,9 @@ enum class FaultKind : uint8_t {
 
 struct Fault {
   FaultKind kind = FaultKind::kShortRead;
-  std::string extent;  // eio and flip: an extent name from the manifest ("embed", "layer.2", "head")
-  int nth_read = 1;    // eio and flip: 1-based; a streamed extent is read once per forward pass
+  std::string
+      extent;        // eio and flip: an extent name from the manifest ("embed", "layer.2", "head")
+  int nth_read = 1;  // eio and flip: 1-based; a streamed extent is read once per forward pass
 };
 
 // Parses a comma-separated SPEC, e.g. "short,eagain" or "eio:layer.1@40". Throws zinf::Error

@@ -10,12 +10,12 @@
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
-#include "cmd/plan_json.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
-#include "cmd/results_file.h"
+#include "cmd/plan_json.h"
 #include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
+#include "cmd/results_file.h"
 #include "cmd/run_metrics.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -68,8 +68,8 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
 // are finished and written.
 class RequestFeed {
  public:
-  RequestFeed(const std::string& path, const PromptFileOptions& options,
-              const Tokenizer* tokenizer, const Request& defaults, ResultsFile& output)
+  RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
+              const Request& defaults, ResultsFile& output)
       : reader_(path, options), tokenizer_(tokenizer), defaults_(defaults), output_(output) {}
 
   std::optional<Request> Next() {
@@ -146,8 +146,8 @@ void RunGenerate(GenerateOptions options) {
   Model& model = session.model();
   spdlog::info("model {} ({} layers, {}), backend {}, batch {}, context {}",
                checkpoint.config.model_type, checkpoint.config.num_layers,
-               checkpoint.weights_description(), session.backend_name(), session.limits().max_sequences,
-               session.limits().max_context);
+               checkpoint.weights_description(), session.backend_name(),
+               session.limits().max_sequences, session.limits().max_context);
 
   GeneratorOptions generator_options;
   generator_options.eos_ids = checkpoint.config.eos_token_ids;
@@ -187,8 +187,8 @@ void RunGenerate(GenerateOptions options) {
     generator.Run(callbacks, interrupted);
   } catch (const std::exception& error) {
     progress.Finish();
-    Rethrow(error, fmt::format("generation stopped after {} finished requests{}", written(),
-                               kept_where));
+    Rethrow(error,
+            fmt::format("generation stopped after {} finished requests{}", written(), kept_where));
   }
   progress.Finish();
   if (feed.error()) {
@@ -199,15 +199,16 @@ void RunGenerate(GenerateOptions options) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const RunMetrics metrics = ComputeRunMetrics(generator.stats(), load_stats,
-                                               session.weights().stats(), session.plan(),
-                                               session.bandwidths(), seconds);
+  const RunMetrics metrics =
+      ComputeRunMetrics(generator.stats(), load_stats, session.weights().stats(), session.plan(),
+                        session.bandwidths(), seconds);
   spdlog::info("{}", metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);
     nlohmann::json json = metrics.Json();
     json["plan"] = PlanJson(session.plan(), session.limits().max_sequences);
-    if (!(file << json.dump(2) << "\n")) Fail("cannot write --metrics-json {}", options.metrics_json);
+    if (!(file << json.dump(2) << "\n"))
+      Fail("cannot write --metrics-json {}", options.metrics_json);
   }
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
@@ -224,9 +225,10 @@ void AddGenerateCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand("generate", "Generate continuations for a prompt file");
   command->add_option("--model", options->model_dir, "converted zinf checkpoint directory")
       ->required();
-  command->add_option("--prompts", options->prompts,
-                      ".txt (one prompt per line) or .jsonl ({\"id\", \"prompt\" or "
-                      "\"prompt_ids\", per-request settings})")
+  command
+      ->add_option("--prompts", options->prompts,
+                   ".txt (one prompt per line) or .jsonl ({\"id\", \"prompt\" or "
+                   "\"prompt_ids\", per-request settings})")
       ->required();
   command->add_option("--out", options->out, "JSONL output file, '-' for stdout")
       ->capture_default_str();
@@ -235,10 +237,12 @@ void AddGenerateCommand(CLI::App& app) {
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
   AddSessionOptions(command, options->session);
-  command->add_option("--metrics-json", options->metrics_json,
-                      "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");
-  command->add_option("--refill", options->refill,
-                      "continuous (a finished sequence's slot is refilled at once) or static")
+  command->add_option(
+      "--metrics-json", options->metrics_json,
+      "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");
+  command
+      ->add_option("--refill", options->refill,
+                   "continuous (a finished sequence's slot is refilled at once) or static")
       ->capture_default_str();
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "
@@ -251,8 +255,7 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_option("--top-k", d.sampling.top_k, "0 is off")->capture_default_str();
   command->add_option("--top-p", d.sampling.top_p)->capture_default_str();
   command->add_option("--min-p", d.sampling.min_p)->capture_default_str();
-  command->add_option("--repetition-penalty", d.sampling.repetition_penalty)
-      ->capture_default_str();
+  command->add_option("--repetition-penalty", d.sampling.repetition_penalty)->capture_default_str();
   command->add_option("--seed", d.sampling.seed)->capture_default_str();
   command->add_option("--stop", d.stop, "stop string (repeatable)");
   command->add_flag("--ignore-eos", d.ignore_eos, "keep generating to max-new-tokens");

@@ -38,13 +38,13 @@ void RunPerplexity(PerplexityCommandOptions options) {
   const std::unique_ptr<Tokenizer> tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
   const std::string text = formats::ReadTextFile(options.text_path);
   const std::vector<TokenId> tokens = tokenizer->Encode(text, /*add_special=*/true);
-  if (tokens.size() < 2) Fail("{}: the text has {} tokens; perplexity needs at least 2",
-                              options.text_path, tokens.size());
+  if (tokens.size() < 2)
+    Fail("{}: the text has {} tokens; perplexity needs at least 2", options.text_path,
+         tokens.size());
 
   PerplexityOptions measure;
-  measure.context = options.context > 0
-                        ? options.context
-                        : std::min(checkpoint.config.max_position_embeddings, 512);
+  measure.context = options.context > 0 ? options.context
+                                        : std::min(checkpoint.config.max_position_embeddings, 512);
   measure.stride = options.stride > 0 ? options.stride : std::max(1, measure.context / 2);
   SessionOptions& session = options.session;
   session.batch_size = 1;
@@ -52,10 +52,9 @@ void RunPerplexity(PerplexityCommandOptions options) {
   session.step_tokens = options.step_tokens;
   session.logit_rows_per_step = options.step_tokens;
   EngineSession engine(checkpoint, session);
-  spdlog::info("{}: {} tokens; context {}, stride {}; model {} ({}), backend {}",
-               options.text_path, tokens.size(), measure.context, measure.stride,
-               checkpoint.config.model_type, checkpoint.weights_description(),
-               engine.backend_name());
+  spdlog::info("{}: {} tokens; context {}, stride {}; model {} ({}), backend {}", options.text_path,
+               tokens.size(), measure.context, measure.stride, checkpoint.config.model_type,
+               checkpoint.weights_description(), engine.backend_name());
 
   ProgressBar progress("scoring", 1);
   const auto start = std::chrono::steady_clock::now();
@@ -65,7 +64,8 @@ void RunPerplexity(PerplexityCommandOptions options) {
         progress.Update(done, fmt::format("window {}/{}", done, total));
       });
   progress.Finish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double tokens_per_second = result.tokens_processed / seconds;
   fmt::print("perplexity {:.4f} ± {:.4f} over {} tokens ({} windows, context {}, stride {})\n",
              result.perplexity, result.standard_error, result.tokens_scored, result.windows,
@@ -74,18 +74,12 @@ void RunPerplexity(PerplexityCommandOptions options) {
              tokens_per_second, result.tokens_processed, seconds);
   if (!options.json_path.empty()) {
     const nlohmann::ordered_json json = {
-        {"model", options.model_dir},
-        {"weights", checkpoint.weights_description()},
-        {"kv_dtype", session.kv_dtype},
-        {"text", options.text_path},
-        {"context", measure.context},
-        {"stride", measure.stride},
-        {"perplexity", result.perplexity},
-        {"standard_error", result.standard_error},
-        {"mean_nll", result.mean_nll},
-        {"tokens_scored", result.tokens_scored},
-        {"windows", result.windows},
-        {"tokens_per_second", tokens_per_second},
+        {"model", options.model_dir},      {"weights", checkpoint.weights_description()},
+        {"kv_dtype", session.kv_dtype},    {"text", options.text_path},
+        {"context", measure.context},      {"stride", measure.stride},
+        {"perplexity", result.perplexity}, {"standard_error", result.standard_error},
+        {"mean_nll", result.mean_nll},     {"tokens_scored", result.tokens_scored},
+        {"windows", result.windows},       {"tokens_per_second", tokens_per_second},
     };
     formats::WriteFileAtomically(options.json_path, json.dump(2) + "\n");
   }

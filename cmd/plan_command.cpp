@@ -9,10 +9,10 @@
 #include "cmd/session_plan.h"
 #include "engine/error.h"
 #include "engine/planner/planner.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
-#include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {
@@ -33,8 +33,7 @@ Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
   Checkpoint checkpoint;
   checkpoint.config = formats::LoadHfConfig(config_path);
   // Quantized plans assume the converter's defaults: f16 norms, group 64, nothing kept in float.
-  const formats::WeightEncoding encoding =
-      formats::WeightEncoding::For(dtype, DType::kF16, 64, {});
+  const formats::WeightEncoding encoding = formats::WeightEncoding::For(dtype, DType::kF16, 64, {});
   checkpoint.dtype = encoding.float_dtype;
   checkpoint.extents =
       formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), encoding);
@@ -61,7 +60,8 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     fmt::print("device     resident weights {:.2f} GiB + weight slots {:.2f} GiB + KV cache {:.2f} "
                "GiB + activations {:.2f} GiB = {:.2f} GiB\n",
                plan.resident_bytes / kGiB, plan.device_slot_bytes / kGiB,
-               plan.device_kv_bytes() / kGiB, plan.activation_bytes / kGiB, plan.device_bytes / kGiB);
+               plan.device_kv_bytes() / kGiB, plan.activation_bytes / kGiB,
+               plan.device_bytes / kGiB);
     fmt::print("DRAM       pinned weights {:.2f} GiB + staging {:.2f} GiB + offloaded KV cache "
                "{:.2f} GiB = {:.2f} GiB\n",
                plan.pinned_bytes / kGiB, plan.staging_bytes / kGiB,
@@ -83,9 +83,10 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   fmt::print("\n");
   const Bandwidths& bw = inputs.bandwidths;
   if (cuda) {
-    fmt::print("rates      disk {:.1f} GB/s, PCIe {:.1f} GB/s, device memory {:.0f} GB/s, device "
-               "{:.0f} TFLOP/s (assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops)\n",
-               bw.disk_read_gbps, bw.h2d_gbps, bw.device_gbps, bw.device_tflops);
+    fmt::print(
+        "rates      disk {:.1f} GB/s, PCIe {:.1f} GB/s, device memory {:.0f} GB/s, device "
+        "{:.0f} TFLOP/s (assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops)\n",
+        bw.disk_read_gbps, bw.h2d_gbps, bw.device_gbps, bw.device_tflops);
     fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s",
                plan.io_seconds_per_step, plan.h2d_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step);
@@ -95,12 +96,13 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     }
     fmt::print("\n");
   } else {
-    fmt::print("rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s (int8 weights "
-               "{:.0f}, int4 {:.0f}) ({})\n",
-               bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops, bw.GflopsFor(DType::kI8),
-               bw.GflopsFor(DType::kQ4),
-               bw.measured ? "measured by zinf calibrate"
-                           : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
+    fmt::print(
+        "rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s (int8 weights "
+        "{:.0f}, int4 {:.0f}) ({})\n",
+        bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops, bw.GflopsFor(DType::kI8),
+        bw.GflopsFor(DType::kQ4),
+        bw.measured ? "measured by zinf calibrate"
+                    : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
     fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s\n",
                plan.io_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step);
@@ -132,8 +134,8 @@ void RunPlan(const PlanOptions& options) {
   if (!planned.batch_choice.empty()) fmt::print("{}\n", planned.batch_choice);
   PrintPlan(checkpoint, planned.inputs, planned.plan);
   if (!options.json_path.empty()) {
-    formats::WriteFileAtomically(options.json_path,
-                                 PlanJson(planned.plan, planned.limits.max_sequences).dump(2) + "\n");
+    formats::WriteFileAtomically(
+        options.json_path, PlanJson(planned.plan, planned.limits.max_sequences).dump(2) + "\n");
   }
 }
 
@@ -156,7 +158,8 @@ void AddPlanCommand(CLI::App& app) {
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;
   const auto rate = [&](const char* name, std::optional<double>& target, const char* help) {
-    command->add_option_function<double>(name, [&target](double value) { target = value; }, help);
+    command->add_option_function<double>(
+        name, [&target](double value) { target = value; }, help);
   };
   rate("--disk-gbps", rates.disk_gbps, "disk read rate (default: zinf calibrate's)");
   rate("--dram-gbps", rates.dram_gbps, "DRAM read rate (default: zinf calibrate's)");

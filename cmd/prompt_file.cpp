@@ -52,7 +52,6 @@ size_t Utf8SequenceLength(std::string_view text, size_t pos) {
   return length;
 }
 
-
 const std::set<std::string, std::less<>> kKnownKeys = {
     "id",    "prompt",     "prompt_ids", "max_new_tokens",     "temperature",
     "top_k", "top_p",      "min_p",      "repetition_penalty", "seed",
@@ -138,10 +137,9 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
   if (!object.is_object()) Fail("each line must be a JSON object, got {}", object.type_name());
   for (const auto& [key, value] : object.items()) {
     if (!kKnownKeys.contains(key)) {
-      Fail(
-          "unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
-          "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
-          key);
+      Fail("unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
+           "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
+           key);
     }
   }
   PromptEntry entry;
@@ -208,8 +206,7 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
 // skip_bad_lines policy). nullopt: the line is blank or was skipped.
 std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
                                             std::string_view name, PromptFileFormat format,
-                                            const PromptFileOptions& options,
-                                            IdSet& seen_ids) {
+                                            const PromptFileOptions& options, IdSet& seen_ids) {
   if (text.ends_with('\r')) text.remove_suffix(1);
   const bool blank = format == PromptFileFormat::kText
                          ? text.empty()

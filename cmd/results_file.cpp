@@ -52,10 +52,9 @@ ResultsFile::ResultsFile(const std::string& path, bool resume) : path_(path) {
     const bool regular = S_ISREG(info.st_mode);
     is_regular_ = regular;
     if (!resume && regular && info.st_size > 0) {
-      Fail(
-          "output file {} already holds results ({} bytes); pass --resume to continue it, or "
-          "choose another --out path",
-          path_, static_cast<int64_t>(info.st_size));
+      Fail("output file {} already holds results ({} bytes); pass --resume to continue it, or "
+           "choose another --out path",
+           path_, static_cast<int64_t>(info.st_size));
     }
     if (resume) {
       if (!regular) Fail("--resume needs a regular output file, and {} is not one", path_);
@@ -106,17 +105,15 @@ void ResultsFile::LoadForResume() {
     try {
       object = Json::parse(text);
     } catch (const Json::parse_error& error) {
-      Fail(
-          "{}:{}: not valid JSON ({}); only the last line of an interrupted run can be torn, so "
-          "the file is damaged: fix or delete that line, or choose another --out path",
-          path_, line, JsonMessage(error));
+      Fail("{}:{}: not valid JSON ({}); only the last line of an interrupted run can be torn, so "
+           "the file is damaged: fix or delete that line, or choose another --out path",
+           path_, line, JsonMessage(error));
     }
     const auto id = object.is_object() ? object.find("id") : object.end();
     if (!object.is_object() || id == object.end() || !id->is_string()) {
-      Fail(
-          "{}:{}: not a zinf result (a JSON object with a string \"id\"); is this the right "
-          "--out file?",
-          path_, line);
+      Fail("{}:{}: not a zinf result (a JSON object with a string \"id\"); is this the right "
+           "--out file?",
+           path_, line);
     }
     done_ids_.insert(id->get<std::string>());
   }

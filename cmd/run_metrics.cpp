@@ -34,7 +34,8 @@ RunMetrics ComputeRunMetrics(const GenerationStats& stats, const WeightIoStats& 
   m.nvme_read_gbps = Rate(m.nvme_streamed_bytes / 1e9, m.nvme_read_seconds);
   m.weight_wait_seconds = end.read_wait_seconds - load.read_wait_seconds;
   const double read_seconds = m.nvme_streamed_bytes / (bandwidths.disk_read_gbps * 1e9);
-  m.overlap_ratio = read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
+  m.overlap_ratio =
+      read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
   m.predicted_decode_tokens_per_s = plan.predicted_tokens_per_s;
   m.bound = BoundName(plan.bound);
   m.percent_of_bound = Rate(100 * m.decode_tokens_per_s, plan.predicted_tokens_per_s);
@@ -50,31 +51,31 @@ std::string RunMetrics::SummaryLine() const {
       completed, failed, seconds, prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
       generation_tokens_per_s, generated_tokens, dram_resident_bytes / 1048576.0,
       nvme_streamed_bytes / 1048576.0, nvme_gbps, nvme_read_gbps, weight_wait_seconds,
-      100 * overlap_ratio,
-      percent_of_bound, bound, predicted_decode_tokens_per_s);
+      100 * overlap_ratio, percent_of_bound, bound, predicted_decode_tokens_per_s);
 }
 
 nlohmann::json RunMetrics::Json() const {
-  return {
-      {"seconds", seconds},
-      {"requests", {{"completed", completed}, {"failed", failed}}},
-      {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
-      {"steps", {{"count", steps}, {"seconds", step_seconds}}},
-      {"tokens_per_s",
-       {{"prefill", prefill_tokens_per_s},
-        {"decode", decode_tokens_per_s},
-        {"generation", generation_tokens_per_s}}},
-      {"tiers",
-       {{"dram", {{"resident_bytes", dram_resident_bytes}}},
-        {"nvme",
-         {{"streamed_bytes", nvme_streamed_bytes},
-          {"gbps", nvme_gbps},
-          {"read_seconds", nvme_read_seconds},
-          {"read_gbps", nvme_read_gbps}}}}},
-      {"weight_wait_seconds", weight_wait_seconds},
-      {"overlap_ratio", overlap_ratio},
-      {"bound", {{"kind", bound}, {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
-                 {"percent_reached", percent_of_bound}}}};
+  return {{"seconds", seconds},
+          {"requests", {{"completed", completed}, {"failed", failed}}},
+          {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
+          {"steps", {{"count", steps}, {"seconds", step_seconds}}},
+          {"tokens_per_s",
+           {{"prefill", prefill_tokens_per_s},
+            {"decode", decode_tokens_per_s},
+            {"generation", generation_tokens_per_s}}},
+          {"tiers",
+           {{"dram", {{"resident_bytes", dram_resident_bytes}}},
+            {"nvme",
+             {{"streamed_bytes", nvme_streamed_bytes},
+              {"gbps", nvme_gbps},
+              {"read_seconds", nvme_read_seconds},
+              {"read_gbps", nvme_read_gbps}}}}},
+          {"weight_wait_seconds", weight_wait_seconds},
+          {"overlap_ratio", overlap_ratio},
+          {"bound",
+           {{"kind", bound},
+            {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
+            {"percent_reached", percent_of_bound}}}};
 }
 
 }  // namespace zinf::cli

@@ -20,13 +20,13 @@ struct RunMetrics {
   double decode_tokens_per_s = 0;      // tokens generated in decode-only steps ÷ their time
   double generation_tokens_per_s = 0;  // all generated tokens ÷ the whole run
   int64_t steps = 0;
-  double step_seconds = 0;             // in forward steps (prefill and decode), not start-up
-  uint64_t dram_resident_bytes = 0;    // DRAM tier: read once at start
-  uint64_t nvme_streamed_bytes = 0;    // NVMe tier: re-read during the run
-  double nvme_gbps = 0;                // streamed bytes ÷ run time
-  double nvme_read_seconds = 0;        // time with a streaming read pending
-  double nvme_read_gbps = 0;           // streamed bytes ÷ that: the disk's rate as zinf drove it
-  double weight_wait_seconds = 0;      // compute blocked on reads
+  double step_seconds = 0;           // in forward steps (prefill and decode), not start-up
+  uint64_t dram_resident_bytes = 0;  // DRAM tier: read once at start
+  uint64_t nvme_streamed_bytes = 0;  // NVMe tier: re-read during the run
+  double nvme_gbps = 0;              // streamed bytes ÷ run time
+  double nvme_read_seconds = 0;      // time with a streaming read pending
+  double nvme_read_gbps = 0;         // streamed bytes ÷ that: the disk's rate as zinf drove it
+  double weight_wait_seconds = 0;    // compute blocked on reads
   // Share of the streaming reads that ran behind compute: 1 - wait ÷ (streamed bytes ÷ disk rate).
   double overlap_ratio = 1;
   double predicted_decode_tokens_per_s = 0;  // the plan's bound for this run

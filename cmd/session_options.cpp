@@ -92,18 +92,21 @@ void AddSessionOptions(CLI::App* command, SessionOptions& options, const Session
                         "positions per sequence (default: the model's, at most 4096)");
   }
   if (flags.step_tokens) {
-    command->add_option("--step-tokens", options.step_tokens,
-                        "most tokens per forward step (prompt chunks plus decode tokens)")
+    command
+        ->add_option("--step-tokens", options.step_tokens,
+                     "most tokens per forward step (prompt chunks plus decode tokens)")
         ->capture_default_str();
   }
   if (flags.micro_batch_tokens) {
-    command->add_option("--micro-batch-tokens", options.micro_batch_tokens,
-                        "rows per micro-batch: each layer runs the step's micro-batches in turn, "
-                        "so --step-tokens can exceed what the activations hold (0: one per step)")
+    command
+        ->add_option("--micro-batch-tokens", options.micro_batch_tokens,
+                     "rows per micro-batch: each layer runs the step's micro-batches in turn, "
+                     "so --step-tokens can exceed what the activations hold (0: one per step)")
         ->capture_default_str();
   }
   command->add_option("--threads", options.threads, "CPU threads (default: all cores)");
-  AddParsed(command, "--kv-dtype", options.kv_dtype, ParseKvDtype, std::string(DTypeName(options.kv_dtype)),
+  AddParsed(command, "--kv-dtype", options.kv_dtype, ParseKvDtype,
+            std::string(DTypeName(options.kv_dtype)),
             "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)");
   if (flags.weights) {
     AddParsed(command, "--weights", options.weights, ParseWeightsMode,

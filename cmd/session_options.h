@@ -18,9 +18,9 @@ namespace zinf::cli {
 // Where the forward pass runs (--device, --gpu, --gpu-compute, --gpu-mem, --kv-offload).
 struct DeviceChoice {
   BackendKind device = BackendKind::kCpu;
-  int gpu = 0;                                  // cuda: device index
-  GpuCompute gpu_compute = GpuCompute::kBf16;   // cuda: what f32 weights are multiplied in
-  std::string gpu_mem;                          // cuda: device memory budget; empty: what it has
+  int gpu = 0;                                 // cuda: device index
+  GpuCompute gpu_compute = GpuCompute::kBf16;  // cuda: what f32 weights are multiplied in
+  std::string gpu_mem;                         // cuda: device memory budget; empty: what it has
   bool kv_offload = false;  // cuda: KV cache in DRAM, attention on the CPU (--kv-offload cpu)
 };
 
@@ -37,17 +37,17 @@ struct RateOverrides {
 };
 
 struct SessionOptions {
-  int batch_size = 0;      // 0: auto — the planner's best under the budget, at most max_auto_batch
+  int batch_size = 0;  // 0: auto — the planner's best under the budget, at most max_auto_batch
   int max_auto_batch = 256;
-  int max_context = 0;   // 0: the model's max_position_embeddings, at most kDefaultMaxContext
+  int max_context = 0;  // 0: the model's max_position_embeddings, at most kDefaultMaxContext
   int step_tokens = 512;
-  int micro_batch_tokens = 0;  // 0: a step is one micro-batch
-  int logit_rows_per_step = 0;  // 0: one per sequence; perplexity wants a whole step's
+  int micro_batch_tokens = 0;    // 0: a step is one micro-batch
+  int logit_rows_per_step = 0;   // 0: one per sequence; perplexity wants a whole step's
   DType kv_dtype = DType::kF32;  // f32 or int8
-  int threads = 0;       // 0: all cores
+  int threads = 0;               // 0: all cores
   WeightsMode weights = WeightsMode::kAuto;
-  int prefetch_depth = -1;       // -1: the plan's
-  std::string cpu_mem;           // e.g. "24G"; empty: this machine's memory
+  int prefetch_depth = -1;  // -1: the plan's
+  std::string cpu_mem;      // e.g. "24G"; empty: this machine's memory
   DeviceChoice device;
   RateOverrides rates;
   io::ReadFaultHook fault_hook;  // tests only

@@ -50,9 +50,9 @@ ModelLimits LimitsFor(const Checkpoint& checkpoint, const SessionOptions& option
   }
   ModelLimits limits;
   limits.max_sequences = std::max(options.batch_size, 1);
-  limits.max_context = options.max_context > 0
-                           ? options.max_context
-                           : std::min(checkpoint.config.max_position_embeddings, kDefaultMaxContext);
+  limits.max_context = options.max_context > 0 ? options.max_context
+                                               : std::min(checkpoint.config.max_position_embeddings,
+                                                          kDefaultMaxContext);
   limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
   limits.max_logit_rows = options.logit_rows_per_step;
   limits.micro_batch_tokens = options.micro_batch_tokens;

@@ -1,6 +1,6 @@
 // zinf tokenize / detokenize: JSONL on stdin, JSONL on stdout, one object per line.
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 
@@ -58,8 +58,8 @@ void ForEachLine(Convert convert) {
   while (std::getline(std::cin, line)) {
     ++line_number;
     if (line.empty()) continue;
-    std::cout << convert(ParseLine(line, line_number), line_number).dump(
-                     -1, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << convert(ParseLine(line, line_number), line_number)
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
               << '\n';
   }
   std::cout.flush();
@@ -101,15 +101,16 @@ void RunDetokenize(const TokenizeOptions& options) {
 
 void AddTokenizerOptions(CLI::App* command, TokenizeOptions& options) {
   command->add_option("--model", options.model_dir, "converted zinf checkpoint directory");
-  command->add_option("--tokenizer", options.tokenizer_file, "a tokenizer.json or tokenizer.model file");
+  command->add_option("--tokenizer", options.tokenizer_file,
+                      "a tokenizer.json or tokenizer.model file");
 }
 
 }  // namespace
 
 void AddTokenizeCommands(CLI::App& app) {
   auto options = std::make_shared<TokenizeOptions>();
-  CLI::App* tokenize =
-      app.add_subcommand("tokenize", "JSONL {\"text\": ...} on stdin -> {\"ids\": [...]} on stdout");
+  CLI::App* tokenize = app.add_subcommand(
+      "tokenize", "JSONL {\"text\": ...} on stdin -> {\"ids\": [...]} on stdout");
   AddTokenizerOptions(tokenize, *options);
   tokenize->add_flag("--no-special", options->no_special, "do not add BOS/EOS");
   tokenize->callback([options] { RunTokenize(*options); });

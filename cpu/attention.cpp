@@ -27,7 +27,7 @@ struct WorkItem {
 // Where a work item's queries, outputs and KV rows are.
 struct ItemView {
   QueryBlock block;
-  float* out;  // the first query's
+  float* out;          // the first query's
   int64_t out_stride;  // from one query's output to the next's
   KvRows keys, values;
 };

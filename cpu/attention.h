@@ -5,10 +5,10 @@
 #include <functional>
 #include <span>
 
-#include "engine/backend.h"
 #include "cpu/isa.h"
 #include "cpu/kv_cache.h"
 #include "cpu/thread_pool.h"
+#include "engine/backend.h"
 
 namespace zinf::cpu {
 

@@ -64,7 +64,8 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
       const __m256 q = _mm256_loadu_ps(query + d);
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
-        acc[i] = _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
+        acc[i] =
+            _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
       }
     }
     alignas(32) float sums[8];
@@ -79,7 +80,8 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
   for (; j < num_keys; ++j) {
     const int64_t at = j * keys.row_stride + head_offset;
     __m256 acc = _mm256_setzero_ps();
-    for (int d = 0; d < body; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
+    for (int d = 0; d < body; d += 8)
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
     scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
   }
 }
@@ -211,7 +213,8 @@ void ExpScoresAvx512(float* scores, int num_keys, float max_score, double lanes[
 
 void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
                float scale, float* scores, CpuIsa isa) {
-  if (isa >= CpuIsa::kAvx2) return ScoreKeysAvx2(query, keys, kv_head, head_dim, num_keys, scale, scores);
+  if (isa >= CpuIsa::kAvx2)
+    return ScoreKeysAvx2(query, keys, kv_head, head_dim, num_keys, scale, scores);
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   for (int j = 0; j < num_keys; ++j) {
     const int64_t at = j * keys.row_stride + head_offset;
@@ -251,7 +254,8 @@ void Softmax(float* scores, int num_keys, CpuIsa isa) {
 
 void WeightValues(const float* weights, const KvRows& values, int kv_head, int head_dim,
                   int num_keys, float* out, CpuIsa isa) {
-  if (isa >= CpuIsa::kAvx2) return WeightValuesAvx2(weights, values, kv_head, head_dim, num_keys, out);
+  if (isa >= CpuIsa::kAvx2)
+    return WeightValuesAvx2(weights, values, kv_head, head_dim, num_keys, out);
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   std::fill(out, out + head_dim, 0.0f);
   for (int j = 0; j < num_keys; ++j) {

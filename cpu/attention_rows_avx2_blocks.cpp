@@ -17,10 +17,10 @@ namespace zinf::cpu {
 
 namespace {
 
-constexpr int kGroup = 4;         // queries per tile
+constexpr int kGroup = 4;  // queries per tile
 constexpr int kGroups = kAttentionBlockQueries / kGroup;
-constexpr int kTileKeys = 2;      // keys per score tile
-constexpr int kValueChunks = 2;   // 8-float value vectors per query in a value pass
+constexpr int kTileKeys = 2;     // keys per score tile
+constexpr int kValueChunks = 2;  // 8-float value vectors per query in a value pass
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -58,7 +58,8 @@ inline void ScoreTileBody(const ScoreTile& tile, int body, const KvRows& keys, _
     for (int b = 0; b < kGroup; ++b) {
       const __m256 qv = _mm256_loadu_ps(tile.q[b] + d);
 #pragma GCC unroll 2
-      for (int e = 0; e < kTileKeys; ++e) acc[2 * b + e] = _mm256_fmadd_ps(qv, k[e], acc[2 * b + e]);
+      for (int e = 0; e < kTileKeys; ++e)
+        acc[2 * b + e] = _mm256_fmadd_ps(qv, k[e], acc[2 * b + e]);
     }
   }
 }
@@ -155,7 +156,8 @@ inline void AddValueRow(const float* const (&w)[kGroup], const int (&num_keys)[k
 // not leave it alone: fma(0, v, -0) is +0, and 0 · inf is NaN).
 template <bool kInt8, int kChunks>
 inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kGroup], int stored,
-                       const KvRows& values, int64_t head_offset, int d0, float* const (&out)[kGroup]) {
+                       const KvRows& values, int64_t head_offset, int d0,
+                       float* const (&out)[kGroup]) {
   __m256 acc[kGroup][kValueChunks];
 #pragma GCC unroll 4
   for (int b = 0; b < kGroup; ++b)
@@ -189,7 +191,8 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   thread_local std::vector<float> scaled;
   if constexpr (kInt8) {
     const int64_t n = block.last_num_keys();
-    if (scaled.size() < static_cast<size_t>(block.num_queries * n)) scaled.resize(block.num_queries * n);
+    if (scaled.size() < static_cast<size_t>(block.num_queries * n))
+      scaled.resize(block.num_queries * n);
     for (int q = 0; q < block.num_queries; ++q) {
       const float* src = weights + q * weight_stride;
       float* dst = scaled.data() + q * n;

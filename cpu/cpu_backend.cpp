@@ -87,8 +87,8 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
           const int64_t from = std::max(begin, first_row) - first_row;
           const int64_t to = std::min(end, first_row + p.w.rows) - first_row;
           if (from < to) {
-            cpu::MatMulRows(Rows(x), x.cols, x.rows, p.w, p.bias, Rows(p.out), p.out.cols, from,
-                            to, cpu::ActiveCpuIsa(), x_version);
+            cpu::MatMulRows(Rows(x), x.cols, x.rows, p.w, p.bias, Rows(p.out), p.out.cols, from, to,
+                            cpu::ActiveCpuIsa(), x_version);
           }
           first_row += p.w.rows;
         }
@@ -102,7 +102,8 @@ void ForEachRowPair(ThreadPool& pool, Tensor x, Tensor out, const RowFn& normali
   pool.ParallelFor(
       x.rows,
       [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) normalize(Rows(x) + r * x.cols, Rows(out) + r * out.cols);
+        for (int64_t r = begin; r < end; ++r)
+          normalize(Rows(x) + r * x.cols, Rows(out) + r * out.cols);
       },
       kMinRowsPerTask);
 }
@@ -115,7 +116,8 @@ void CpuBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) 
   });
 }
 
-void CpuBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) {
+void CpuBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps,
+                            Tensor out) {
   ZINF_CHECK(weight.cols == x.cols && residual.cols == x.cols && residual.rows == x.rows,
              "add+rmsnorm shapes [{},{}] + [{},{}], norm width {}", x.rows, x.cols, residual.rows,
              residual.cols, weight.cols);

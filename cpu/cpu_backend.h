@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/backend.h"
 #include "cpu/kv_cache.h"
 #include "cpu/thread_pool.h"
+#include "engine/backend.h"
 
 namespace zinf::cpu {
 
@@ -33,8 +33,7 @@ class CpuBackend final : public Backend {
   void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) override;
   void LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                  Tensor out) override;
-  void SetRopeTables(std::span<const float> cos, std::span<const float> sin,
-                     int head_dim) override;
+  void SetRopeTables(std::span<const float> cos, std::span<const float> sin, int head_dim) override;
   void Rope(Tensor x, std::span<const int> positions, int num_heads) override;
   void StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) override;
   void Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,

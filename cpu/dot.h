@@ -24,7 +24,8 @@ inline double ReduceLanes(const double lanes[8]) {
 }
 
 // sum plus x[k]·w[row][k] for k in [tail_begin, w.cols), one fma at a time.
-inline float AddDotTail(float sum, const float* x, const Weight& w, int64_t row, int64_t tail_begin) {
+inline float AddDotTail(float sum, const float* x, const Weight& w, int64_t row,
+                        int64_t tail_begin) {
   for (int64_t k = tail_begin; k < w.cols; ++k) {
     sum = std::fma(x[k], WeightValue(w, row * w.cols + k), sum);
   }

@@ -51,7 +51,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(__m256 x) 
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i scale =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(scale));
 }
 
@@ -73,7 +74,8 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) inline __m512 Exp16(_
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP4));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-  const __m512i scale = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512i scale =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(scale));
 }
 #pragma GCC diagnostic pop

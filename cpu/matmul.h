@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "engine/backend.h"
 #include "cpu/isa.h"
+#include "engine/backend.h"
 
 namespace zinf::cpu {
 
@@ -22,7 +22,6 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
 
 // A version no earlier call has had, process-wide.
 uint64_t NewActivationVersion();
-
 
 // Element idx of a weight vector, converted to f32.
 float WeightValue(const Weight& w, int64_t idx);

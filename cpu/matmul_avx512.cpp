@@ -73,8 +73,8 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
     float* dst = packed.pairs.data() + (p / 4 * chunks * 4 + p % 4) * 16;
     for (int64_t c = 0; c < chunks; ++c, dst += 64) {
       const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
-      _mm512_storeu_ps(dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)),
-                                                high, 1));
+      _mm512_storeu_ps(
+          dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)), high, 1));
     }
   }
   packed.x = x;
@@ -92,10 +92,12 @@ inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
     return _mm512_broadcast_f32x8(_mm256_loadu_ps(static_cast<const float*>(base) + idx));
   } else if constexpr (kDType == DType::kF16) {
     const auto* p = static_cast<const uint16_t*>(base) + idx;
-    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    return _mm512_cvtph_ps(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   } else {
     const auto* p = static_cast<const uint16_t*>(base) + idx;
-    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i both =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(both), 16));
   }
 }
@@ -104,7 +106,7 @@ inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
 // high half's.
 inline __m512 ReducePairLanes(__m512 v) {
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));  // l_i + l_i+4
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));        // (s04+s26), (s15+s37)
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));  // (s04+s26), (s15+s37)
   return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
@@ -128,7 +130,8 @@ inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span,
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
     for (int p = 0; p < kPairs; ++p) {
-      acc[r][p] = span.first ? _mm512_setzero_ps() : _mm512_load_ps(span.state + (r * kPairs + p) * 16);
+      acc[r][p] =
+          span.first ? _mm512_setzero_ps() : _mm512_load_ps(span.state + (r * kPairs + p) * 16);
     }
   const float* xp = packed + pair * chunks * 16;  // pair is a multiple of 4
   for (int64_t c = span.begin; c < span.end; ++c) {
@@ -137,7 +140,8 @@ inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span,
     if (c - span.begin < num_l2_lines) _mm_prefetch(l2_lines + (c - span.begin) * 64, _MM_HINT_T1);
     __m512 wv[kRows];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
+    for (int r = 0; r < kRows; ++r)
+      wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
 #pragma GCC unroll 8
     for (int p = 0; p < kPairs; ++p) {
       _mm_prefetch(reinterpret_cast<const char*>(xp + ((c + kPairChunksAhead) * 4 + p) * 16),
@@ -181,7 +185,8 @@ void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* 
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
-      for (int p = 0; p < kPairs; ++p) _mm512_store_ps(span.state + (r * kPairs + p) * 16, acc[r][p]);
+      for (int p = 0; p < kPairs; ++p)
+        _mm512_store_ps(span.state + (r * kPairs + p) * 16, acc[r][p]);
     return;
   }
   const int64_t body = chunks * 8;
@@ -212,7 +217,8 @@ void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* 
       for (int h = 0; h < 2; ++h) {
         const int64_t t = first_token + 2 * p + h;
         if (t >= num_tokens) break;
-        out[t * out_stride + row + r] = AddDotTail(lanes[8 * h], x + t * x_stride, w, row + r, body) + b;
+        out[t * out_stride + row + r] =
+            AddDotTail(lanes[8 * h], x + t * x_stride, w, row + r, body) + b;
       }
     }
   }
@@ -233,8 +239,9 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
   // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
   const int64_t group_bytes = kRows * chunks * 8 * kElementBytes;
-  const int64_t span_count =
-      group_bytes > 2 * kSpanWeightBytes ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes : 1;
+  const int64_t span_count = group_bytes > 2 * kSpanWeightBytes
+                                 ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes
+                                 : 1;
   // At least one span, even an empty one: a row shorter than 8 is all tail, and its tiles must
   // still run to write it.
   const int64_t span_chunks = std::max<int64_t>(1, (chunks + span_count - 1) / span_count);
@@ -245,7 +252,8 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
   if (span_count > 1 && states.size() < state_size) states.resize(state_size);
   for (int64_t begin = 0; begin < std::max<int64_t>(chunks, 1); begin += span_chunks) {
-    ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0, begin + span_chunks >= chunks, nullptr};
+    ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0,
+                   begin + span_chunks >= chunks, nullptr};
     int64_t p = pair_begin;
     int64_t tile = 0;
     for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs, ++tile) {
@@ -253,7 +261,8 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
       const int64_t lines = span.last ? std::min(lines_per_tile, next_lines - prefetched) : 0;
       if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
       RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                         out_stride, row, p, span, next_rows + prefetched * 64, lines);
+                                         out_stride, row, p, span, next_rows + prefetched * 64,
+                                         lines);
       prefetched += lines;
     }
     if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
@@ -311,11 +320,10 @@ void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, cons
       return MatMulPairs<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
                                       row_end, x_version);
     case DType::kBF16:
-      return MatMulPairs<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                       row_begin, row_end, x_version);
+      return MatMulPairs<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
+                                       row_end, x_version);
     case DType::kI8:
-    case DType::kQ4:
-      break;
+    case DType::kQ4: break;
   }
   Fail("MatMulRowsAvx512: {} weights go to the quantized kernels", DTypeName(w.dtype));
 }

@@ -81,7 +81,8 @@ void ForTokens(int64_t t, int64_t t_end, TileFn&& tile) {
   const int64_t left = t_end - t;
   [&]<int... kLeft>(std::integer_sequence<int, kLeft...>) {
     ((left == kLeft + 1 ? tile.template operator()<kLeft + 1>(t) : void()), ...);
-  }(std::make_integer_sequence<int, kMaxTokens - 1>{});
+  }
+  (std::make_integer_sequence<int, kMaxTokens - 1>{});
 }
 
 struct Call {
@@ -137,8 +138,8 @@ void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const 
   const Call c{xq, PackTokens(xq, num_tokens), rows, bias, out, out_stride};
   // Token blocks small enough to stay in L2 while the weight rows pass over them.
   const int64_t bytes_per_token = xq.blocks * Record::kBytes / kTileTokens;
-  const int64_t block = std::max<int64_t>(
-      kTileTokens, kTokenBlockBytes / bytes_per_token / kTileTokens * kTileTokens);
+  const int64_t block = std::max<int64_t>(kTileTokens, kTokenBlockBytes / bytes_per_token /
+                                                           kTileTokens * kTileTokens);
   for (int64_t t = 0; t < num_tokens; t += block) {
     const int64_t t_end = std::min(num_tokens, t + block);
     int64_t r = row_begin;

@@ -88,8 +88,8 @@ ZINF_I8_INLINE __m512 ReduceEight(const __m512* acc) {
 // vpsignb. |x| is the unsigned operand and w, negated in int8 (−128 stays −128) where x < 0, the
 // signed one: SignTrickProduct for every x and w (x = 0 gives 0 through |x|).
 template <int kPairs, int kTokens>
-ZINF_I8_INLINE void SignedBlock(const __m512i (&wv)[kPairs], const Q8Activations& xq,
-                                int64_t token, int64_t b, __m512 (&acc)[kPairs][kTokens]) {
+ZINF_I8_INLINE void SignedBlock(const __m512i (&wv)[kPairs], const Q8Activations& xq, int64_t token,
+                                int64_t b, __m512 (&acc)[kPairs][kTokens]) {
   const __m512i zero = _mm512_setzero_si512();
 #pragma GCC unroll 16
   for (int t = 0; t < kTokens; ++t) {
@@ -209,7 +209,7 @@ void SignedTile(const Q8Activations& xq, int64_t token, const QuantRows& w, int6
   constexpr int kPairs = (kRows + 1) / 2;
   RunRows<kRows, kTokens>(
       w, row, prefetch, results,
-      [&](const __m512i (&wv)[kPairs], int64_t b, __m512 (&acc)[kPairs][kTokens])
+      [&](const __m512i(&wv)[kPairs], int64_t b, __m512(&acc)[kPairs][kTokens])
           __attribute__((always_inline)) { SignedBlock<kPairs, kTokens>(wv, xq, token, b, acc); });
 }
 
@@ -220,7 +220,7 @@ void BiasedTile(const std::byte* records, const QuantRows& w, int64_t row, const
   constexpr int kPairs = (kRows + 1) / 2;
   RunRows<kRows, kTokens>(
       w, row, prefetch, results,
-      [&](const __m512i (&wv)[kPairs], int64_t b, __m512 (&acc)[kPairs][kTokens])
+      [&](const __m512i(&wv)[kPairs], int64_t b, __m512(&acc)[kPairs][kTokens])
           __attribute__((always_inline)) {
             const std::byte* record = records + b * PackedRecord<kGroup>::kBytes;
             BiasedBlock<kPairs, kTokens, kGroup>(wv, record, acc);

@@ -37,8 +37,8 @@ void DequantizeRowQ4(const QuantRows& w, int64_t r, float* out) {
     // A block's 16 bytes: element j in the low nibble of byte j, element j + 16 in the high one.
     const uint8_t* block = nibbles + k / kQ4BlockElements * 16;
     for (int half = 0; half < 2; ++half) {
-      const __m256i wide = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 8 * half)));
+      const __m256i wide =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 8 * half)));
       const __m256 low = _mm256_cvtepi32_ps(_mm256_and_si256(wide, _mm256_set1_epi32(15)));
       const __m256 high = _mm256_cvtepi32_ps(_mm256_srli_epi32(wide, 4));
       _mm256_storeu_ps(out + k + 8 * half, _mm256_fmadd_ps(low, scale, minimum));
@@ -64,7 +64,8 @@ void MatMulQ4Batched(const float* x, int64_t x_stride, int64_t num_tokens, const
       kBlockRowMultiple, kBlockBytes / (w.cols * 4) / kBlockRowMultiple * kBlockRowMultiple);
   // Grown only: the step loop does not allocate once the widest matrix has been seen.
   thread_local std::vector<float> scratch;
-  if (scratch.size() < static_cast<size_t>(block_rows * w.cols)) scratch.resize(block_rows * w.cols);
+  if (scratch.size() < static_cast<size_t>(block_rows * w.cols))
+    scratch.resize(block_rows * w.cols);
   // Every block multiplies the same x: the float kernel packs it once for all of them.
   const uint64_t x_version = NewActivationVersion();
   for (int64_t r0 = row_begin; r0 < row_end; r0 += block_rows) {

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "engine/backend.h"
 #include "cpu/isa.h"
+#include "engine/backend.h"
 
 namespace zinf::cpu {
 

@@ -73,15 +73,16 @@ float DotQ4Portable(const float* x, const QuantRows& w, int64_t r) {
     const int64_t g = k / w.group_size;
     const float scale = F16ToF32(params[2 * g]), minimum = F16ToF32(params[2 * g + 1]);
     for (int lane = 0; lane < 8; ++lane) {
-      const float weight = std::fma(static_cast<float>(Q4Nibble(nibbles, k + lane)), scale, minimum);
+      const float weight =
+          std::fma(static_cast<float>(Q4Nibble(nibbles, k + lane)), scale, minimum);
       lanes[lane] = std::fma(x[k + lane], weight, lanes[lane]);
     }
   }
   float sum = ReduceLanes(lanes);
   for (int64_t k = body; k < w.cols; ++k) {
     const int64_t g = k / w.group_size;
-    const float weight = std::fma(static_cast<float>(Q4Nibble(nibbles, k)),
-                                  F16ToF32(params[2 * g]), F16ToF32(params[2 * g + 1]));
+    const float weight = std::fma(static_cast<float>(Q4Nibble(nibbles, k)), F16ToF32(params[2 * g]),
+                                  F16ToF32(params[2 * g + 1]));
     sum = std::fma(x[k], weight, sum);
   }
   return sum;
@@ -119,7 +120,8 @@ inline __m256 LoadQ4Half(const uint8_t* p) {
 }
 
 inline __m256 LoadQ4Run(const uint8_t* row, int64_t k) {
-  return Q4RunIsHigh(k) ? LoadQ4Half<true>(row + Q4RunByte(k)) : LoadQ4Half<false>(row + Q4RunByte(k));
+  return Q4RunIsHigh(k) ? LoadQ4Half<true>(row + Q4RunByte(k))
+                        : LoadQ4Half<false>(row + Q4RunByte(k));
 }
 
 inline float FinishLanes(__m256 acc) {
@@ -205,7 +207,7 @@ inline void Q4Tile(const float* x, int64_t x_stride, const QuantRows& w, int64_t
       scale[r] = _mm256_set1_ps(_cvtsh_ss(params[0]));
       minimum[r] = _mm256_set1_ps(_cvtsh_ss(params[1]));
     }
-    auto accumulate = [&](const __m256 (&wv)[kRows], int64_t k) {
+    auto accumulate = [&](const __m256(&wv)[kRows], int64_t k) {
       for (int t = 0; t < kTokens; ++t) {
         const __m256 xv = _mm256_loadu_ps(x + t * x_stride + k);
         for (int r = 0; r < kRows; ++r) acc[r][t] = _mm256_fmadd_ps(xv, wv[r], acc[r][t]);
@@ -216,8 +218,9 @@ inline void Q4Tile(const float* x, int64_t x_stride, const QuantRows& w, int64_t
     auto block_run = [&](int64_t run_k, auto high) {
       __m256 wv[kRows];
       for (int r = 0; r < kRows; ++r) {
-        wv[r] = _mm256_fmadd_ps(LoadQ4Half<decltype(high)::value>(w.row(row + r) + Q4RunByte(run_k)),
-                                scale[r], minimum[r]);
+        wv[r] =
+            _mm256_fmadd_ps(LoadQ4Half<decltype(high)::value>(w.row(row + r) + Q4RunByte(run_k)),
+                            scale[r], minimum[r]);
       }
       accumulate(wv, run_k);
     };

@@ -12,7 +12,8 @@ namespace {
 
 // Adds x[c]² to lanes[c mod 8] for c below the last multiple of 8; returns that multiple. The
 // squares of floats are exact in double, so fma and multiply-then-add round alike.
-__attribute__((target("avx2,fma"))) int64_t AddSquaresAvx2(const float* x, int64_t cols, double lanes[8]) {
+__attribute__((target("avx2,fma"))) int64_t AddSquaresAvx2(const float* x, int64_t cols,
+                                                           double lanes[8]) {
   __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
@@ -27,19 +28,22 @@ __attribute__((target("avx2,fma"))) int64_t AddSquaresAvx2(const float* x, int64
   return c;
 }
 
-__attribute__((target("avx2,fma"))) int64_t ScaleAvx2(const float* x, float scale, const float* weight,
-                                                       int64_t cols, float* dst) {
+__attribute__((target("avx2,fma"))) int64_t ScaleAvx2(const float* x, float scale,
+                                                      const float* weight, int64_t cols,
+                                                      float* dst) {
   const __m256 s = _mm256_set1_ps(scale);
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
-    _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s), _mm256_loadu_ps(weight + c)));
+    _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s),
+                                            _mm256_loadu_ps(weight + c)));
   }
   return c;
 }
 
 }  // namespace
 
-void RmsNormRow(const float* x, const Weight& weight, float eps, int64_t cols, float* dst, CpuIsa isa) {
+void RmsNormRow(const float* x, const Weight& weight, float eps, int64_t cols, float* dst,
+                CpuIsa isa) {
   double lanes[8] = {};
   int64_t c = 0;
   if (isa >= CpuIsa::kAvx2) {

@@ -4,13 +4,14 @@
 
 #include <cstdint>
 
-#include "engine/backend.h"
 #include "cpu/isa.h"
+#include "engine/backend.h"
 
 namespace zinf::cpu {
 
 // dst[c] = x[c] · s · weight[c], s = 1 / sqrt(mean(x²) + eps); the mean's sum in double, lane i
 // taking c ≡ i mod 8 below the last multiple of 8, the rest added in order. dst may be x.
-void RmsNormRow(const float* x, const Weight& weight, float eps, int64_t cols, float* dst, CpuIsa isa);
+void RmsNormRow(const float* x, const Weight& weight, float eps, int64_t cols, float* dst,
+                CpuIsa isa);
 
 }  // namespace zinf::cpu

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/thread_pool.h"
 #include "engine/error.h"
 #include "engine/quantized.h"
-#include "cpu/thread_pool.h"
 
 namespace zinf::cpu {
 
@@ -21,7 +21,8 @@ double BestSeconds(int repeats, Body body) {
   for (int i = 0; i < repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     body();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }

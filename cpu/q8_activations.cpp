@@ -49,7 +49,7 @@ void QuantizeBlockPortable(const float* x, int8_t* values, float* scale) {
 }
 
 __attribute__((target("avx2,fma"))) void QuantizeBlockAvx2(const float* x, int8_t* values,
-                                                             float* scale) {
+                                                           float* scale) {
   __m256 v[4];
   __m256 max_abs = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);

@@ -22,8 +22,8 @@ template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
 void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
                  TileFn&& tile) {
   static_assert(kTokens >= 1 && kTokens <= 4, "leftover tiles cover at most 3 tokens");
-  const int64_t block =
-      std::max<int64_t>(kTokens, kTokenBlockBytes / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
+  const int64_t block = std::max<int64_t>(
+      kTokens, kTokenBlockBytes / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
   // Rows [r, r + R) for tokens [t, t_end): full R × kTokens tiles, then one narrower tile.
   auto row_group = [&]<int R>(int64_t r, int64_t t, int64_t t_end) {
     for (; t + kTokens <= t_end; t += kTokens) tile.template operator()<R, kTokens>(r, t);
@@ -40,7 +40,8 @@ void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t
     const int64_t t_end = std::min(num_tokens, t + block);
     int64_t r = row_begin;
     if (t_end - t == 1) {
-      for (; r + kDecodeRows <= row_end; r += kDecodeRows) row_group.template operator()<kDecodeRows>(r, t, t_end);
+      for (; r + kDecodeRows <= row_end; r += kDecodeRows)
+        row_group.template operator()<kDecodeRows>(r, t, t_end);
     }
     for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
     for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);

@@ -60,7 +60,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   int device_count = 0;
   CheckCuda(cudaGetDeviceCount(&device_count), "looking for a GPU");
   if (options.device < 0 || options.device >= device_count) {
-    Fail("--gpu {} does not exist: this machine has {} CUDA device(s)", options.device, device_count);
+    Fail("--gpu {} does not exist: this machine has {} CUDA device(s)", options.device,
+         device_count);
   }
   CheckCuda(cudaSetDevice(options.device), "selecting the GPU");
   if (options.kv_offload) {
@@ -95,9 +96,9 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   copy_stream_owner_.reset(copy_stream_);
   CheckCublas(cublasSetStream(cublas_, stream_), "binding cuBLAS to the stream");
   constexpr uint64_t kWorkspace = 32ull << 20;
-  CheckCublas(cublasSetWorkspace(cublas_, pool_->Allocate(kWorkspace, "the cuBLAS workspace"),
-                                 kWorkspace),
-              "giving cuBLAS its workspace");
+  CheckCublas(
+      cublasSetWorkspace(cublas_, pool_->Allocate(kWorkspace, "the cuBLAS workspace"), kWorkspace),
+      "giving cuBLAS its workspace");
 
   // A first launch finds a build without code for this GPU here rather than mid-step.
   float* probe = static_cast<float*>(pool_->Allocate(sizeof(float), "a probe"));
@@ -115,7 +116,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
       if (options.placement[e] == Tier::kDevice) continue;
       ++num_streamed_;
       for (const TensorInfo& tensor : extent.tensors) {
-        if (compute_ == ComputeType::kBf16 && tensor.dtype == DType::kF32 && tensor.shape.size() == 2) {
+        if (compute_ == ComputeType::kBf16 && tensor.dtype == DType::kF32 &&
+            tensor.shape.size() == 2) {
           Fail("extent {} would stream f32 matrices to the GPU every step, converting them to bf16 "
                "each time; convert the checkpoint with --dtype bf16 (or f16, int8, int4), or use "
                "--gpu-compute f32",
@@ -126,7 +128,8 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
     ring_ = std::make_unique<cuda::SlotRing>(plan_.slots);
     slots_.resize(ring_->num_slots());
     for (Slot& slot : slots_) {
-      slot.data = static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
+      slot.data =
+          static_cast<std::byte*>(pool_->Allocate(plan_.slot_bytes, "a weight streaming slot"));
       cudaEvent_t read = nullptr;
       CheckCuda(cudaEventCreateWithFlags(&read, cudaEventDisableTiming), "creating an event");
       slot.read.reset(read);
@@ -167,7 +170,8 @@ kn::RowMap CudaBackend::UploadRowMap(std::span<const SequenceChunk> chunks) {
     return row_map_;
   }
   int rows = 0;
-  for (const SequenceChunk& chunk : chunks) rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
+  for (const SequenceChunk& chunk : chunks)
+    rows = std::max(rows, chunk.token_offset + chunk.num_tokens);
   CheckChunks(kv_shape_, chunks);
   std::vector<int> slots(rows, -1), positions(rows, 0);  // rows of no chunk stay untouched
   for (const SequenceChunk& chunk : chunks) {
@@ -195,17 +199,19 @@ void CudaBackend::AllocateKvCache(const KvCacheShape& shape) {
   kv_shape_ = shape;
   if (host_kv_) return;  // in DRAM, allocated with the backend
   // An f32 cache is held in the compute type (bf16 halves it, as the planner assumes).
-  kv_type_ = shape.dtype == DType::kI8          ? kn::KvType::kI8
+  kv_type_ = shape.dtype == DType::kI8        ? kn::KvType::kI8
              : compute_ == ComputeType::kBf16 ? kn::KvType::kBF16
                                               : kn::KvType::kF32;
-  const uint64_t rows = static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
+  const uint64_t rows =
+      static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
   const uint64_t elements = rows * shape.num_kv_heads * shape.head_dim;
   const uint64_t element_bytes = KvElementBytes();
   keys_ = pool_->Allocate(elements * element_bytes, "the KV cache's keys");
   values_ = pool_->Allocate(elements * element_bytes, "the KV cache's values");
   if (shape.dtype == DType::kI8) {
     key_scales_ = static_cast<float*>(pool_->Allocate(rows * shape.num_kv_heads * 4, "key scales"));
-    value_scales_ = static_cast<float*>(pool_->Allocate(rows * shape.num_kv_heads * 4, "value scales"));
+    value_scales_ =
+        static_cast<float*>(pool_->Allocate(rows * shape.num_kv_heads * 4, "value scales"));
   }
 }
 
@@ -219,7 +225,8 @@ uint64_t CudaBackend::KvElementBytes() const {
 }
 
 kn::KvLayer CudaBackend::KvLayerView(int layer) const {
-  ZINF_CHECK(layer >= 0 && layer < kv_shape_.num_layers, "layer {} of {}", layer, kv_shape_.num_layers);
+  ZINF_CHECK(layer >= 0 && layer < kv_shape_.num_layers, "layer {} of {}", layer,
+             kv_shape_.num_layers);
   const int64_t layer_rows = static_cast<int64_t>(kv_shape_.num_slots) * kv_shape_.max_context;
   const int64_t layer_elements = layer_rows * kv_shape_.num_kv_heads * kv_shape_.head_dim;
   kn::KvLayer view;
@@ -264,11 +271,13 @@ CudaBackend::GemmOperand CudaBackend::PrepareWeight(const Weight& w) {
     case kn::WeightType::kQ4: break;
   }
   // Quantized: dequantised whole into the scratch, then an ordinary GEMM.
-  const kn::GemmType type = compute_ == ComputeType::kF32 ? kn::GemmType::kF32 : kn::GemmType::kBF16;
-  const uint64_t bytes = static_cast<uint64_t>(w.rows * w.cols) * (type == kn::GemmType::kF32 ? 4 : 2);
+  const kn::GemmType type =
+      compute_ == ComputeType::kF32 ? kn::GemmType::kF32 : kn::GemmType::kBF16;
+  const uint64_t bytes =
+      static_cast<uint64_t>(w.rows * w.cols) * (type == kn::GemmType::kF32 ? 4 : 2);
   ZINF_CHECK(matrix_buffer_ != nullptr && bytes <= plan_.matrix_scratch_bytes,
-             "a {}x{} quantized matrix needs {} bytes of scratch; {} planned", w.rows, w.cols, bytes,
-             plan_.matrix_scratch_bytes);
+             "a {}x{} quantized matrix needs {} bytes of scratch; {} planned", w.rows, w.cols,
+             bytes, plan_.matrix_scratch_bytes);
   CheckCuda(kn::DequantizeMatrix(ref, type, matrix_buffer_, stream_), "dequantizing a matrix");
   return {matrix_buffer_, type};
 }
@@ -283,7 +292,7 @@ void CudaBackend::Embed(std::span<const TokenId> token_ids, const Weight& table,
   ZINF_CHECK(out.cols == table.cols, "embedding width {} vs {}", out.cols, table.cols);
   const int* ids = Upload(token_ids_, {token_ids.data(), token_ids.size()}, "token ids");
   CheckCuda(kn::Embed(ids, static_cast<int>(token_ids.size()), Ref(table), Floats(out), stream_),
-           "embedding");
+            "embedding");
 }
 
 void CudaBackend::AddPositionEmbedding(std::span<const int> positions, int position_offset,
@@ -294,8 +303,8 @@ void CudaBackend::AddPositionEmbedding(std::span<const int> positions, int posit
   }
   const int* device_positions = Upload(positions_, positions, "positions");
   CheckCuda(kn::AddPositionEmbedding(device_positions, static_cast<int>(positions.size()),
-                                    position_offset, Ref(table), Floats(x), stream_),
-           "position embedding");
+                                     position_offset, Ref(table), Floats(x), stream_),
+            "position embedding");
 }
 
 void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor out) {
@@ -309,7 +318,7 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
                "a [{},{}] GEMM input exceeds the {} bytes planned", x.rows, x.cols,
                plan_.gemm_input_bytes);
     CheckCuda(kn::CastF32(Floats(x), x.rows * x.cols, weight.type, cast_buffer_, stream_),
-             "casting a GEMM input");
+              "casting a GEMM input");
     input = cast_buffer_;
   }
   Gemm(cublas_, input, weight.data, weight.type, x.rows, x.cols, w.rows, Floats(out));
@@ -319,31 +328,31 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
 void CudaBackend::RmsNorm(Tensor x, const Weight& weight, float eps, Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
   CheckCuda(kn::RmsNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), eps, Floats(out), stream_),
-           "rmsnorm");
+            "rmsnorm");
 }
 
 void CudaBackend::AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps,
                              Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "rmsnorm width {} vs {}", weight.cols, x.cols);
   CheckCuda(kn::RmsNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), eps, Floats(out),
-                       stream_),
-           "residual add and rmsnorm");
+                        stream_),
+            "residual add and rmsnorm");
 }
 
 void CudaBackend::LayerNorm(Tensor x, const Weight& weight, const Weight& bias, float eps,
                             Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
   CheckCuda(kn::LayerNorm(Floats(x), nullptr, x.rows, x.cols, Ref(weight), Ref(bias), eps,
-                         Floats(out), stream_),
-           "layernorm");
+                          Floats(out), stream_),
+            "layernorm");
 }
 
 void CudaBackend::AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias,
                                float eps, Tensor out) {
   ZINF_CHECK(weight.cols == x.cols, "layernorm width {} vs {}", weight.cols, x.cols);
   CheckCuda(kn::LayerNorm(Floats(x), Floats(residual), x.rows, x.cols, Ref(weight), Ref(bias), eps,
-                         Floats(out), stream_),
-           "residual add and layernorm");
+                          Floats(out), stream_),
+            "residual add and layernorm");
 }
 
 void CudaBackend::SetRopeTables(std::span<const float> cos, std::span<const float> sin,
@@ -357,10 +366,12 @@ void CudaBackend::SetRopeTables(std::span<const float> cos, std::span<const floa
   }
   ZINF_CHECK(cos.size() <= rope_capacity_, "rope tables of {} floats exceed the {} allocated",
              cos.size(), rope_capacity_);
-  CheckCuda(cudaMemcpyAsync(rope_cos_, cos.data(), cos.size_bytes(), cudaMemcpyHostToDevice, stream_),
-            "RoPE table");
-  CheckCuda(cudaMemcpyAsync(rope_sin_, sin.data(), sin.size_bytes(), cudaMemcpyHostToDevice, stream_),
-            "RoPE table");
+  CheckCuda(
+      cudaMemcpyAsync(rope_cos_, cos.data(), cos.size_bytes(), cudaMemcpyHostToDevice, stream_),
+      "RoPE table");
+  CheckCuda(
+      cudaMemcpyAsync(rope_sin_, sin.data(), sin.size_bytes(), cudaMemcpyHostToDevice, stream_),
+      "RoPE table");
   CheckCuda(cudaStreamSynchronize(stream_), "RoPE table");
   rope_head_dim_ = head_dim;
   rope_positions_ = static_cast<int64_t>(cos.size()) / (head_dim / 2);
@@ -374,19 +385,21 @@ void CudaBackend::Rope(Tensor x, std::span<const int> positions, int num_heads) 
   }
   const int* device_positions = Upload(positions_, positions, "positions");
   CheckCuda(kn::Rope(Floats(x), static_cast<int>(positions.size()), num_heads, rope_head_dim_,
-                    device_positions, rope_cos_, rope_sin_, stream_),
-           "rope");
+                     device_positions, rope_cos_, rope_sin_, stream_),
+            "rope");
 }
 
 void CudaBackend::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) {
   const int64_t kv_dim = static_cast<int64_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
-  ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols, kv_dim);
+  ZINF_CHECK(k.cols == kv_dim && v.cols == kv_dim, "KV width {} / {} vs {}", k.cols, v.cols,
+             kv_dim);
   if (host_kv_) {
     CheckChunks(kv_shape_, chunks);
     return host_kv_->StoreKv(layer, chunks, k, v, stream_);
   }
   const kn::RowMap map = UploadRowMap(chunks);
-  CheckCuda(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_), "storing the KV cache");
+  CheckCuda(kn::StoreKv(KvLayerView(layer), map, Floats(k), Floats(v), stream_),
+            "storing the KV cache");
 }
 
 void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
@@ -400,8 +413,7 @@ void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Te
     Fail("head_dim {} is larger than the CUDA attention kernel's {}; use --device cpu",
          shape.head_dim, kn::kMaxHeadDim);
   }
-  ZINF_CHECK(q.cols == static_cast<int64_t>(shape.num_heads) * shape.head_dim &&
-                 out.cols == q.cols,
+  ZINF_CHECK(q.cols == static_cast<int64_t>(shape.num_heads) * shape.head_dim && out.cols == q.cols,
              "attention widths {} / {}", q.cols, out.cols);
   if (host_kv_) {
     CheckChunks(kv_shape_, chunks);
@@ -409,13 +421,13 @@ void CudaBackend::Attention(int layer, std::span<const SequenceChunk> chunks, Te
   }
   const kn::RowMap map = UploadRowMap(chunks);
   CheckCuda(kn::Attention(KvLayerView(layer), map, Floats(q), shape.num_heads, shape.scale,
-                         Floats(out), stream_),
-           "attention");
+                          Floats(out), stream_),
+            "attention");
 }
 
 void CudaBackend::SiluMul(Tensor gate, Tensor up, Tensor out) {
   CheckCuda(kn::SiluMul(Floats(gate), Floats(up), Floats(out), gate.rows * gate.cols, stream_),
-           "silu");
+            "silu");
 }
 
 void CudaBackend::Relu(Tensor x) {
@@ -430,8 +442,8 @@ void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
   const int* device_rows = Upload(gather_rows_, rows, "gathered rows");
   CheckCuda(kn::GatherRows(Floats(x), x.cols, device_rows, static_cast<int>(rows.size()),
-                          Floats(out), stream_),
-           "gathering rows");
+                           Floats(out), stream_),
+            "gathering rows");
 }
 
 void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {

@@ -21,7 +21,7 @@ using ComputeType = GpuCompute;
 struct CudaOptions {
   int device = 0;
   ComputeType compute = ComputeType::kBf16;
-  uint64_t gpu_mem_bytes = 0;  // budget for the run's memory pool; 0: what the device has free
+  uint64_t gpu_mem_bytes = 0;     // budget for the run's memory pool; 0: what the device has free
   uint64_t extra_pool_bytes = 0;  // tests: room for activations beyond the model's
   // The planner's placement: kDevice extents loaded once at start (Backend::LoadResident), the
   // rest copied into placement.device_slots slots every step. No tiers: all on the device.

@@ -17,9 +17,9 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_pool.h"
+#include "cuda/host/slot_ring.h"
 #include "cuda/host_kv_attention.h"
 #include "cuda/kernels.h"
-#include "cuda/host/slot_ring.h"
 
 namespace zinf::cuda {
 
@@ -51,8 +51,7 @@ class CudaBackend final : public Backend {
   void AddRmsNorm(Tensor x, Tensor residual, const Weight& weight, float eps, Tensor out) override;
   void AddLayerNorm(Tensor x, Tensor residual, const Weight& weight, const Weight& bias, float eps,
                     Tensor out) override;
-  void SetRopeTables(std::span<const float> cos, std::span<const float> sin,
-                     int head_dim) override;
+  void SetRopeTables(std::span<const float> cos, std::span<const float> sin, int head_dim) override;
   void Rope(Tensor x, std::span<const int> positions, int num_heads) override;
   void StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v) override;
   void Attention(int layer, std::span<const SequenceChunk> chunks, Tensor q,
@@ -134,8 +133,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CUstream_st, StreamDeleter> stream_owner_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_owner_;
   std::unique_ptr<CUstream_st, StreamDeleter> copy_stream_owner_;
-  cudaStream_t stream_ = nullptr;  // stream_owner_'s: every kernel and GEMM
-  cublasHandle_t cublas_ = nullptr;  // cublas_owner_'s
+  cudaStream_t stream_ = nullptr;       // stream_owner_'s: every kernel and GEMM
+  cublasHandle_t cublas_ = nullptr;     // cublas_owner_'s
   cudaStream_t copy_stream_ = nullptr;  // copy_stream_owner_'s: host-to-device weight copies
 
   int num_streamed_ = 0;  // extents copied into the slots every step
@@ -144,7 +143,7 @@ class CudaBackend final : public Backend {
   std::optional<SlotUse> bound_;  // the streamed extent bound now
   SharedEvent bound_copied_;      // its copy's end, for UnbindExtent's fence
   // Timings are read after a step's final synchronisation, not per extent, which would wait:
-  TransferStats transfer_stats_;       // copies counted so far
+  TransferStats transfer_stats_;        // copies counted so far
   std::vector<Copy> copies_in_flight_;  // queued since, oldest first
   // Reused oldest first: a copy's events then serve again only after every later copy's have, so
   // a fence called late waits on the latest possible copy, never the one just queued.

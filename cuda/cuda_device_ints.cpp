@@ -12,8 +12,8 @@ namespace zinf::cuda {
 CudaBackend::DeviceInts CudaBackend::MakeInts(size_t capacity, const char* what) {
   DeviceInts buffer;
   buffer.capacity = capacity;
-  auto* data = static_cast<int*>(pool_->Allocate(
-      std::max<size_t>(capacity, 1) * sizeof(int) * kDeviceIntsEntries, what));
+  auto* data = static_cast<int*>(
+      pool_->Allocate(std::max<size_t>(capacity, 1) * sizeof(int) * kDeviceIntsEntries, what));
   buffer.entries.resize(kDeviceIntsEntries);
   for (size_t i = 0; i < buffer.entries.size(); ++i) buffer.entries[i].data = data + i * capacity;
   return buffer;

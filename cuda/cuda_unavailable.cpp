@@ -18,7 +18,8 @@ double MeasurePinnedH2DGbps(int, uint64_t) {
        CudaUnavailableReason());
 }
 
-std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint&, const ModelLimits&, const CudaOptions&) {
+std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint&, const ModelLimits&,
+                                           const CudaOptions&) {
   Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
        CudaUnavailableReason());
 }

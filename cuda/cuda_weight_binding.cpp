@@ -52,9 +52,11 @@ const std::byte* CudaBackend::BindExtent(const ExtentView& extent) {
 // compute stream waits for the copy. The host queues both and goes on: the copy of extent e + 1
 // runs while the GPU still computes extent e, and nothing here waits for either.
 const std::byte* CudaBackend::StreamIntoSlot(const ExtentView& extent) {
-  ZINF_CHECK(!bound_.has_value(), "extent {} bound while another streamed extent is", extent.info->name);
-  ZINF_CHECK(extent.bytes.size() <= plan_.slot_bytes, "extent {} of {} bytes exceeds the {}-byte slots",
-             extent.info->name, extent.bytes.size(), plan_.slot_bytes);
+  ZINF_CHECK(!bound_.has_value(), "extent {} bound while another streamed extent is",
+             extent.info->name);
+  ZINF_CHECK(extent.bytes.size() <= plan_.slot_bytes,
+             "extent {} of {} bytes exceeds the {}-byte slots", extent.info->name,
+             extent.bytes.size(), plan_.slot_bytes);
   const SlotUse use = ring_->Next();
   Slot& slot = slots_[use.slot];
   if (use.wait_for >= 0) {
@@ -152,8 +154,8 @@ void CudaBackend::ConvertF32Matrices(const ExtentInfo& extent, std::byte* base,
                                 cudaMemcpyDeviceToDevice, stream_),
                 "staging " + what);
       CheckCuda(kn::CastF32(static_cast<const float*>(matrix_buffer_), size, kn::GemmType::kBF16,
-                           at + begin * 2, stream_),
-               "converting weights to bf16");
+                            at + begin * 2, stream_),
+                "converting weights to bf16");
     }
     converted_.insert(at);
   }

@@ -15,8 +15,7 @@ namespace zinf::cuda::kernels {
 __device__ inline float LoadWeight(const WeightRef& w, int64_t row, int64_t col) {
   const auto* bytes = static_cast<const uint8_t*>(w.data);
   switch (w.type) {
-    case WeightType::kF32:
-      return static_cast<const float*>(w.data)[row * w.cols + col];
+    case WeightType::kF32: return static_cast<const float*>(w.data)[row * w.cols + col];
     case WeightType::kF16:
       return __half2float(static_cast<const __half*>(w.data)[row * w.cols + col]);
     case WeightType::kBF16:

@@ -12,7 +12,8 @@ constexpr uint64_t kAlignment = 256;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 
-DevicePool::DevicePool(uint64_t bytes, std::string plan) : capacity_(bytes), plan_(std::move(plan)) {
+DevicePool::DevicePool(uint64_t bytes, std::string plan)
+    : capacity_(bytes), plan_(std::move(plan)) {
   const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&base_), bytes);
   if (status != cudaSuccess) {
     cudaGetLastError();

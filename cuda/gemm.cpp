@@ -24,8 +24,8 @@ cudaDataType_t CudaType(kernels::GemmType type) {
 void Gemm(cublasHandle_t handle, const void* x, const void* w, kernels::GemmType type, int64_t n,
           int64_t k, int64_t m, float* out) {
   constexpr int64_t kMax = std::numeric_limits<int>::max();
-  ZINF_CHECK(n <= kMax && k <= kMax && m <= kMax, "GEMM dimensions {}x{}x{} exceed cuBLAS's int",
-             n, k, m);
+  ZINF_CHECK(n <= kMax && k <= kMax && m <= kMax, "GEMM dimensions {}x{}x{} exceed cuBLAS's int", n,
+             k, m);
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t operand = CudaType(type);
   // Column-major: w's bytes are a k×m matrix (wᵀ), x's a k×n one (xᵀ); C = (wᵀ)ᵀ·xᵀ is m×n
@@ -33,7 +33,8 @@ void Gemm(cublasHandle_t handle, const void* x, const void* w, kernels::GemmType
   CheckCublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
                            static_cast<int>(n), static_cast<int>(k), &alpha, w, operand,
                            static_cast<int>(k), x, operand, static_cast<int>(k), &beta, out,
-                           CUDA_R_32F, static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                           CUDA_R_32F, static_cast<int>(m), CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
               "matrix product (cublasGemmEx)");
 }
 

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "cuda/cuda_check.h"
 #include "cpu/attention.h"
+#include "cuda/cuda_check.h"
 #include "engine/error.h"
 
 namespace zinf::cuda {

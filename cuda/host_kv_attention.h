@@ -9,10 +9,10 @@
 #include <functional>
 #include <span>
 
-#include "engine/backend.h"
 #include "cpu/kv_cache.h"
-#include "cuda/host/host_job_queue.h"
 #include "cpu/thread_pool.h"
+#include "cuda/host/host_job_queue.h"
+#include "engine/backend.h"
 
 namespace zinf::cuda {
 
@@ -45,7 +45,7 @@ class HostKvAttention {
   int64_t max_rows_;
   // One set of transfer buffers is enough: the copies into them and the callbacks reading them
   // are all on one stream, so each use ends before the next begins.
-  float* keys_ = nullptr;     // [max_rows, kv_width], page-locked
+  float* keys_ = nullptr;  // [max_rows, kv_width], page-locked
   float* values_ = nullptr;
   float* queries_ = nullptr;  // [max_rows, q_width]
   float* outputs_ = nullptr;

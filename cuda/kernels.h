@@ -18,9 +18,9 @@ struct WeightRef {
   WeightType type = WeightType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
-  int group_size = 0;       // int4
-  int64_t row_bytes = 0;    // int8/int4: bytes of one row's values
-  int64_t groups = 0;       // int4: groups per row
+  int group_size = 0;          // int4
+  int64_t row_bytes = 0;       // int8/int4: bytes of one row's values
+  int64_t groups = 0;          // int4: groups per row
   uint64_t scales_offset = 0;  // int8/int4: where the scales (int4: {scale, min} pairs) start
 };
 

@@ -7,7 +7,7 @@ namespace zinf::cuda::kernels {
 
 namespace {
 
-constexpr int kThreads = 128;          // 4 warps
+constexpr int kThreads = 128;  // 4 warps
 constexpr int kKeysPerTile = 64;
 constexpr int kDimsPerThread = kMaxHeadDim / kThreads;
 
@@ -24,7 +24,8 @@ __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ 
   if (map.slot[row] < 0) return;
   const int kv_dim = kv.num_kv_heads * kv.head_dim;
   const int64_t cache_row = CacheRow(kv, map.slot[row], map.position[row]);
-  const int64_t source = static_cast<int64_t>(row) * kv_dim + static_cast<int64_t>(head) * kv.head_dim;
+  const int64_t source =
+      static_cast<int64_t>(row) * kv_dim + static_cast<int64_t>(head) * kv.head_dim;
   const int64_t target = cache_row * kv_dim + static_cast<int64_t>(head) * kv.head_dim;
   for (int part = 0; part < 2; ++part) {
     const float* in = (part == 0 ? k : v) + source;
@@ -35,11 +36,13 @@ __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ 
     }
     if (kv.type == KvType::kBF16) {
       __nv_bfloat16* out = static_cast<__nv_bfloat16*>(part == 0 ? kv.keys : kv.values) + target;
-      for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) out[d] = __float2bfloat16_rn(in[d]);
+      for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x)
+        out[d] = __float2bfloat16_rn(in[d]);
       continue;
     }
     float max_abs = 0.0f;
-    for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) max_abs = fmaxf(max_abs, fabsf(in[d]));
+    for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x)
+      max_abs = fmaxf(max_abs, fabsf(in[d]));
     max_abs = BlockMax(max_abs, scratch);
     const float inverse = max_abs > 0.0f ? 127.0f / max_abs : 0.0f;
     int8_t* out = static_cast<int8_t*>(part == 0 ? kv.keys : kv.values) + target;
@@ -58,15 +61,15 @@ __device__ inline float CacheValue(const KvLayer& kv, const void* data, const fl
                                    int64_t cache_row, int head, int d) {
   const int64_t at = (cache_row * kv.num_kv_heads + head) * kv.head_dim + d;
   if (kv.type == KvType::kF32) return static_cast<const float*>(data)[at];
-  if (kv.type == KvType::kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[at]);
+  if (kv.type == KvType::kBF16)
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[at]);
   return static_cast<float>(static_cast<const int8_t*>(data)[at]) *
          scales[cache_row * kv.num_kv_heads + head];
 }
 
-__global__ void __launch_bounds__(kThreads) AttentionKernel(KvLayer kv, RowMap map,
-                                                           const float* __restrict__ q,
-                                                           int num_heads, float scale,
-                                                           float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    AttentionKernel(KvLayer kv, RowMap map, const float* __restrict__ q, int num_heads, float scale,
+                    float* __restrict__ out) {
   __shared__ float query[kMaxHeadDim];
   __shared__ float scores[kKeysPerTile];
   const int row = blockIdx.x, head = blockIdx.y;

@@ -11,9 +11,13 @@ constexpr int kThreads = 256;
 template <typename T>
 __device__ inline T FromFloat(float value);
 template <>
-__device__ inline float FromFloat<float>(float value) { return value; }
+__device__ inline float FromFloat<float>(float value) {
+  return value;
+}
 template <>
-__device__ inline __half FromFloat<__half>(float value) { return __float2half_rn(value); }
+__device__ inline __half FromFloat<__half>(float value) {
+  return __float2half_rn(value);
+}
 template <>
 __device__ inline __nv_bfloat16 FromFloat<__nv_bfloat16>(float value) {
   return __float2bfloat16_rn(value);
@@ -83,8 +87,8 @@ __global__ void AddKernel(float* x, const float* y, int64_t count) {
   }
 }
 
-__global__ void GatherKernel(const float* __restrict__ x, int64_t cols, const int* __restrict__ rows,
-                             float* __restrict__ out) {
+__global__ void GatherKernel(const float* __restrict__ x, int64_t cols,
+                             const int* __restrict__ rows, float* __restrict__ out) {
   const int64_t source = rows[blockIdx.x];
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     out[blockIdx.x * cols + c] = x[source * cols + c];

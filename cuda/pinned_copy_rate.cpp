@@ -45,7 +45,8 @@ double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
   double best = 0;
   for (int i = 0; i < 6; ++i) {  // the first is a warm-up
     CheckCuda(cudaEventRecord(start.get(), nullptr), "timing a copy");
-    CheckCuda(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, nullptr), "copying to the GPU");
+    CheckCuda(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, nullptr),
+              "copying to the GPU");
     CheckCuda(cudaEventRecord(stop.get(), nullptr), "timing a copy");
     CheckCuda(cudaEventSynchronize(stop.get()), "copying to the GPU");
     float milliseconds = 0;

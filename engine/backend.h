@@ -46,13 +46,13 @@ struct SequenceChunk {
   int kv_slot = 0;         // which KV-cache slot holds this sequence
   int start_position = 0;  // position of the chunk's first token
   int num_tokens = 0;
-  int token_offset = 0;    // first row of the chunk in the step's activations
+  int token_offset = 0;  // first row of the chunk in the step's activations
 };
 
 struct KvCacheShape {
   int num_layers = 0;
-  int num_slots = 0;     // sequences resident at once
-  int max_context = 0;   // positions per slot
+  int num_slots = 0;    // sequences resident at once
+  int max_context = 0;  // positions per slot
   int num_kv_heads = 0;
   int head_dim = 0;
   DType dtype = DType::kF32;  // f32, or int8 with a scale per (position, KV head)
@@ -140,7 +140,7 @@ class Backend {
                          const AttentionShape& shape, Tensor out) = 0;
   virtual void SiluMul(Tensor gate, Tensor up, Tensor out) = 0;  // out = silu(gate) * up
   virtual void Relu(Tensor x) = 0;
-  virtual void Add(Tensor x, Tensor y) = 0;                      // x += y
+  virtual void Add(Tensor x, Tensor y) = 0;  // x += y
   // out[i] = x[rows[i]]
   virtual void GatherRows(Tensor x, std::span<const int> rows, Tensor out) = 0;
   virtual void CopyToHost(Tensor x, std::span<float> host) = 0;

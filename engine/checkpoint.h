@@ -19,9 +19,10 @@ inline constexpr uint64_t kExtentAlignment = 4096;
 inline constexpr uint64_t kTensorAlignment = 64;
 
 struct TensorInfo {
-  std::string name;  // canonical zinf name inside its extent, e.g. "q", "q_bias", "gate" (docs/format.md)
+  std::string
+      name;  // canonical zinf name inside its extent, e.g. "q", "q_bias", "gate" (docs/format.md)
   DType dtype = DType::kF32;
-  int group_size = 0;  // int4 only (engine/quantized.h)
+  int group_size = 0;          // int4 only (engine/quantized.h)
   std::vector<int64_t> shape;  // row-major; matrices are [out, in] like torch.nn.Linear
   uint64_t offset_in_extent = 0;
   uint64_t size_bytes = 0;
@@ -36,11 +37,11 @@ enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead };
 struct ExtentInfo {
   std::string name;  // "embed", "layer.0", ..., "head"
   ExtentKind kind = ExtentKind::kLayer;
-  int layer = -1;            // for kLayer
-  uint64_t offset = 0;       // in the weights file, a multiple of kExtentAlignment
-  uint64_t size_bytes = 0;   // bytes holding tensors
-  uint64_t padded_bytes = 0; // size_bytes rounded up to kExtentAlignment: what one read fetches
-  uint64_t xxh3 = 0;         // XXH3-64 of the first size_bytes bytes
+  int layer = -1;             // for kLayer
+  uint64_t offset = 0;        // in the weights file, a multiple of kExtentAlignment
+  uint64_t size_bytes = 0;    // bytes holding tensors
+  uint64_t padded_bytes = 0;  // size_bytes rounded up to kExtentAlignment: what one read fetches
+  uint64_t xxh3 = 0;          // XXH3-64 of the first size_bytes bytes
   std::vector<TensorInfo> tensors;
 
   const TensorInfo* find(std::string_view tensor_name) const;

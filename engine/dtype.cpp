@@ -48,9 +48,9 @@ uint16_t F32ToF16(float value) {
   std::memcpy(&word, &value, 4);
   const uint16_t sign = static_cast<uint16_t>((word >> 16) & 0x8000u);
   const uint32_t abs_word = word & 0x7fffffffu;
-  if (abs_word > 0x7f800000u) return sign | 0x7e00u;             // NaN
-  if (abs_word >= 0x477ff000u) return sign | 0x7c00u;            // overflow to inf (incl. inf)
-  if (abs_word < 0x38800000u) {                                   // subnormal or zero in f16
+  if (abs_word > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs_word >= 0x477ff000u) return sign | 0x7c00u;  // overflow to inf (incl. inf)
+  if (abs_word < 0x38800000u) {                        // subnormal or zero in f16
     float abs_value;
     std::memcpy(&abs_value, &abs_word, 4);
     // 2^-24 is the smallest f16 subnormal; nearbyint rounds half to even.
@@ -63,9 +63,7 @@ uint16_t F32ToF16(float value) {
 
 void ConvertToF32(DType dtype, const void* src, float* dst, size_t count) {
   switch (dtype) {
-    case DType::kF32:
-      std::memcpy(dst, src, count * 4);
-      return;
+    case DType::kF32: std::memcpy(dst, src, count * 4); return;
     case DType::kF16: {
       const auto* bits = static_cast<const uint16_t*>(src);
       for (size_t i = 0; i < count; ++i) dst[i] = F16ToF32(bits[i]);
@@ -77,17 +75,14 @@ void ConvertToF32(DType dtype, const void* src, float* dst, size_t count) {
       return;
     }
     case DType::kI8:
-    case DType::kQ4:
-      break;  // quantized encodings are whole rows, not elements: engine/quantized.h
+    case DType::kQ4: break;  // quantized encodings are whole rows, not elements: engine/quantized.h
   }
   Fail("{}: {} is not a float dtype", "ConvertToF32", DTypeName(dtype));
 }
 
 void ConvertFromF32(DType dtype, const float* src, void* dst, size_t count) {
   switch (dtype) {
-    case DType::kF32:
-      std::memcpy(dst, src, count * 4);
-      return;
+    case DType::kF32: std::memcpy(dst, src, count * 4); return;
     case DType::kF16: {
       auto* bits = static_cast<uint16_t*>(dst);
       for (size_t i = 0; i < count; ++i) bits[i] = F32ToF16(src[i]);
@@ -99,8 +94,7 @@ void ConvertFromF32(DType dtype, const float* src, void* dst, size_t count) {
       return;
     }
     case DType::kI8:
-    case DType::kQ4:
-      break;  // quantized encodings are whole rows, not elements: engine/quantized.h
+    case DType::kQ4: break;  // quantized encodings are whole rows, not elements: engine/quantized.h
   }
   Fail("{}: {} is not a float dtype", "ConvertFromF32", DTypeName(dtype));
 }

@@ -30,7 +30,8 @@ bool Generator::Admit(Request&& request, const GeneratorCallbacks& callbacks) {
   } else {
     for (TokenId id : request.prompt_ids) {
       if (id < 0 || id >= vocab) {
-        problem = fmt::format("prompt token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+        problem =
+            fmt::format("prompt token id {} is outside the vocabulary (0..{})", id, vocab - 1);
         break;
       }
     }
@@ -106,13 +107,15 @@ void Generator::Run(const GeneratorCallbacks& callbacks, const std::atomic<bool>
 
     int64_t prompt_tokens = 0;
     for (const SequenceChunk& chunk : batch_.chunks) {
-      if (chunk.start_position < slots_[chunk.kv_slot]->num_prompt) prompt_tokens += chunk.num_tokens;
+      if (chunk.start_position < slots_[chunk.kv_slot]->num_prompt)
+        prompt_tokens += chunk.num_tokens;
     }
     const auto start = std::chrono::steady_clock::now();
     const int64_t generated_before = stats_.generated_tokens;
     model_.Forward(batch_, logits_);
     ProcessLogits(callbacks);
-    if (prompt_tokens > 0) stats_.prefill_steps_generated += stats_.generated_tokens - generated_before;
+    if (prompt_tokens > 0)
+      stats_.prefill_steps_generated += stats_.generated_tokens - generated_before;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     (prompt_tokens > 0 ? stats_.prefill_seconds : stats_.decode_seconds) += seconds;
@@ -177,7 +180,8 @@ void Generator::Finish(Sequence& sequence, const GeneratorCallbacks& callbacks) 
   Completion& completion = sequence.completion;
   if (completion.finish_reason != FinishReason::kStop && tokenizer_ != nullptr) {
     std::span<const TokenId> generated = completion.token_ids;
-    if (completion.finish_reason == FinishReason::kEos) generated = generated.first(generated.size() - 1);
+    if (completion.finish_reason == FinishReason::kEos)
+      generated = generated.first(generated.size() - 1);
     completion.text = DecodeContinuation(
         *tokenizer_, std::span(sequence.tokens).first(sequence.num_prompt), generated);
   }

@@ -30,8 +30,8 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   int64_t steps = 0;
-  double prefill_seconds = 0;  // steps that processed prompt tokens
-  double decode_seconds = 0;   // steps that only generated
+  double prefill_seconds = 0;           // steps that processed prompt tokens
+  double decode_seconds = 0;            // steps that only generated
   int64_t prefill_steps_generated = 0;  // tokens sampled in steps that also carried prompt tokens
   int64_t completed = 0;
   int64_t failed = 0;

@@ -51,9 +51,9 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
     const auto [rows, cols] = *next++;
     return backend.AllocateActivation(rows, cols);
   };
-  for (Tensor* tensor : {&act_.x, &act_.normed, &act_.q, &act_.k, &act_.v, &act_.attention,
-                         &act_.gate, &act_.up, &act_.last, &act_.last_normed,
-                         &act_.last_projected, &act_.logits}) {
+  for (Tensor* tensor :
+       {&act_.x, &act_.normed, &act_.q, &act_.k, &act_.v, &act_.attention, &act_.gate, &act_.up,
+        &act_.last, &act_.last_normed, &act_.last_projected, &act_.logits}) {
     *tensor = allocate();
   }
   if (c.has_embed_projection()) act_.embedded = allocate();
@@ -235,8 +235,8 @@ void Model::RunHead(const ExtentView& extent, const std::byte* base, const StepB
   const int rows = static_cast<int>(batch.logit_rows.size());
   if (rows == 0) return;
   Tensor last = act_.last.FirstRows(rows), normed = act_.last_normed.FirstRows(rows);
-  backend_.GatherRows(act_.x.FirstRows(static_cast<int64_t>(batch.tokens.size())),
-                      batch.logit_rows, last);
+  backend_.GatherRows(act_.x.FirstRows(static_cast<int64_t>(batch.tokens.size())), batch.logit_rows,
+                      last);
   Normalize(last, Find(extent, base, tn::kFinalNorm, true),
             Find(extent, base, tn::kFinalNormBias, false), normed);
   Tensor head_input = normed;

@@ -16,10 +16,10 @@ namespace zinf {
 
 // One step's tokens: several sequences' chunks flattened into rows.
 struct StepBatch {
-  std::vector<TokenId> tokens;           // [num_tokens]
-  std::vector<int> positions;            // [num_tokens]
-  std::vector<SequenceChunk> chunks;     // which rows belong to which sequence
-  std::vector<int> logit_rows;           // rows whose next-token logits are wanted
+  std::vector<TokenId> tokens;        // [num_tokens]
+  std::vector<int> positions;         // [num_tokens]
+  std::vector<SequenceChunk> chunks;  // which rows belong to which sequence
+  std::vector<int> logit_rows;        // rows whose next-token logits are wanted
 
   void Clear();
   // Appends a sequence's tokens at consecutive positions from start_position.

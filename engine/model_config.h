@@ -38,10 +38,10 @@ struct ModelConfig {
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  bool qkv_bias = false;      // llama "attention_bias", qwen2 always
-  bool o_bias = false;        // llama "attention_bias"
-  bool mlp_bias = false;      // llama "mlp_bias"
-  bool qk_norm = false;       // qwen3: RMSNorm over each head of q and k before RoPE
+  bool qkv_bias = false;  // llama "attention_bias", qwen2 always
+  bool o_bias = false;    // llama "attention_bias"
+  bool mlp_bias = false;  // llama "mlp_bias"
+  bool qk_norm = false;   // qwen3: RMSNorm over each head of q and k before RoPE
   bool tie_word_embeddings = false;
   // OPT: embeddings of width word_embed_proj_dim, projected in/out when it differs from hidden_size.
   int word_embed_proj_dim = 0;

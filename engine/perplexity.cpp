@@ -33,7 +33,8 @@ PerplexityResult MeasurePerplexity(Model& model, std::span<const TokenId> tokens
                                    const PerplexityOptions& options,
                                    const std::function<void(int, int)>& progress) {
   const ModelLimits& limits = model.limits();
-  if (tokens.size() < 2) Fail("perplexity needs a text of at least 2 tokens, got {}", tokens.size());
+  if (tokens.size() < 2)
+    Fail("perplexity needs a text of at least 2 tokens, got {}", tokens.size());
   if (options.context < 2 || options.context > limits.max_context) {
     Fail("--context {} must be between 2 and the model's context {}", options.context,
          limits.max_context);
@@ -57,9 +58,10 @@ PerplexityResult MeasurePerplexity(Model& model, std::span<const TokenId> tokens
     for (int64_t chunk = begin; chunk < end - 1; chunk += step_tokens) {
       const int64_t chunk_end = std::min(chunk + step_tokens, end - 1);
       batch.Clear();
-      batch.AddChunk(0, static_cast<int>(chunk - begin),
-                     tokens.subspan(static_cast<size_t>(chunk), static_cast<size_t>(chunk_end - chunk)),
-                     false);
+      batch.AddChunk(
+          0, static_cast<int>(chunk - begin),
+          tokens.subspan(static_cast<size_t>(chunk), static_cast<size_t>(chunk_end - chunk)),
+          false);
       for (int64_t t = chunk; t < chunk_end; ++t) {
         if (t + 1 >= scored_until) batch.logit_rows.push_back(static_cast<int>(t - chunk));
       }

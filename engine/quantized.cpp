@@ -41,8 +41,7 @@ uint64_t QuantLayout::total_bytes() const {
 
 QuantLayout LayoutOf(DType dtype, int64_t rows, int64_t cols, int group_size) {
   ZINF_CHECK(IsQuantized(dtype), "{} is not a quantized dtype", DTypeName(dtype));
-  ZINF_CHECK(dtype != DType::kQ4 || IsValidGroupSize(group_size), "int4 group size {}",
-             group_size);
+  ZINF_CHECK(dtype != DType::kQ4 || IsValidGroupSize(group_size), "int4 group size {}", group_size);
   return {dtype, rows, cols, dtype == DType::kQ4 ? group_size : 0};
 }
 
@@ -83,7 +82,8 @@ void QuantizeRowQ4(const float* row, int64_t cols, int group_size, uint8_t* nibb
     const float scale = F16ToF32(scale_bits), minimum = F16ToF32(min_bits);
     const float inverse = scale > 0 ? 1.0f / scale : 0.0f;
     for (int64_t c = begin; c < end; ++c) {
-      const int q = static_cast<int>(std::clamp(std::nearbyint((row[c] - minimum) * inverse), 0.0f, 15.0f));
+      const int q =
+          static_cast<int>(std::clamp(std::nearbyint((row[c] - minimum) * inverse), 0.0f, 15.0f));
       const int64_t block = c / kQ4BlockElements, in_block = c % kQ4BlockElements;
       uint8_t& byte = nibbles[block * 16 + in_block % 16];
       byte |= static_cast<uint8_t>(in_block < 16 ? q : q << 4);
@@ -121,8 +121,8 @@ void DequantizeRow(const Weight& w, int64_t row, float* out) {
     for (int64_t c = 0; c < w.cols; ++c) out[c] = static_cast<int8_t>(values[c]) * scale;
     return;
   }
-  const auto* params = reinterpret_cast<const uint16_t*>(base + layout.scales_offset()) +
-                       row * layout.groups() * 2;
+  const auto* params =
+      reinterpret_cast<const uint16_t*>(base + layout.scales_offset()) + row * layout.groups() * 2;
   for (int64_t c = 0; c < w.cols; ++c) {
     const int64_t g = c / w.group_size;
     out[c] = std::fma(static_cast<float>(Q4Nibble(values, c)), F16ToF32(params[2 * g]),

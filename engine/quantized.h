@@ -27,8 +27,8 @@ struct QuantLayout {
   int64_t cols = 0;
   int group_size = 0;
 
-  int64_t groups() const;        // int4: groups per row; int8: 1
-  int64_t row_bytes() const;     // bytes of one row's values
+  int64_t groups() const;     // int4: groups per row; int8: 1
+  int64_t row_bytes() const;  // bytes of one row's values
   uint64_t scales_offset() const;
   uint64_t total_bytes() const;
 };

@@ -11,23 +11,23 @@
 namespace zinf {
 
 struct SamplingParams {
-  double temperature = 0.0;  // 0: greedy
-  int top_k = 0;             // 0: off
-  double top_p = 1.0;        // 1: off
-  double min_p = 0.0;        // 0: off
+  double temperature = 0.0;         // 0: greedy
+  int top_k = 0;                    // 0: off
+  double top_p = 1.0;               // 1: off
+  double min_p = 0.0;               // 0: off
   double repetition_penalty = 1.0;  // 1: off (CTRL-style, over prompt and generated tokens)
   uint64_t seed = 0;
 };
 
 struct Request {
-  std::string id;              // as given in the prompt file, or its line number
-  int64_t line_number = 0;     // 1-based line in the prompt file, for messages
+  std::string id;           // as given in the prompt file, or its line number
+  int64_t line_number = 0;  // 1-based line in the prompt file, for messages
   std::vector<TokenId> prompt_ids;
   int max_new_tokens = 128;
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool ignore_eos = false;
-  int logprobs = -1;           // -1: none; N >= 0: the chosen token's log-probability plus top N
+  int logprobs = -1;  // -1: none; N >= 0: the chosen token's log-probability plus top N
 };
 
 enum class FinishReason : uint8_t { kStop, kLength, kEos };

@@ -14,8 +14,7 @@ std::vector<double> RopeInverseFrequencies(const ModelConfig& config) {
   }
   const RopeScaling& scaling = config.rope_scaling;
   switch (scaling.type) {
-    case RopeScalingType::kNone:
-      break;
+    case RopeScalingType::kNone: break;
     case RopeScalingType::kLinear:
       for (double& f : inv_freq) f /= scaling.factor;
       break;

@@ -24,14 +24,16 @@ void WarnMlockRefusedOnce(uint64_t size_bytes, int error_number) {
   getrlimit(RLIMIT_MEMLOCK, &limit);
   spdlog::warn(
       "could not page-lock a {} byte weight buffer ({}; RLIMIT_MEMLOCK is {} bytes); continuing "
-      "with pageable memory, which may be swapped out. Raise it with `ulimit -l unlimited` to lock.",
+      "with pageable memory, which may be swapped out. Raise it with `ulimit -l unlimited` to "
+      "lock.",
       size_bytes, std::strerror(error_number), limit.rlim_cur);
 }
 
 }  // namespace
 
 uint64_t RoundUpToAlignment(uint64_t size_bytes) {
-  const uint64_t rounded = (size_bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  const uint64_t rounded =
+      (size_bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   if (rounded < size_bytes) Fail("buffer size {} bytes overflows when aligned", size_bytes);
   return rounded;
 }
@@ -41,8 +43,8 @@ AlignedBuffer::AlignedBuffer(uint64_t size_bytes, PageLock lock) {
   const uint64_t mapped_bytes = RoundUpToAlignment(size_bytes);
   // An anonymous private mapping is page-aligned (>= 4096) and zero-filled; unlike posix_memalign it
   // returns huge buffers straight to the kernel on munmap.
-  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+  void* mapping =
+      mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) {
     Fail("could not allocate a {} byte weight buffer: {}", mapped_bytes, std::strerror(errno));
   }

@@ -12,8 +12,8 @@ namespace zinf::io {
 inline constexpr uint64_t kBufferAlignment = 4096;
 
 enum class PageLock {
-  kNone,       // ordinary pageable memory
-  kTryLock,    // mlock the pages; keep them pageable (one logged warning) when the limit refuses
+  kNone,     // ordinary pageable memory
+  kTryLock,  // mlock the pages; keep them pageable (one logged warning) when the limit refuses
 };
 
 // Owns an anonymous private mapping of size_bytes rounded up to kBufferAlignment, zero-filled.

@@ -19,9 +19,11 @@ constexpr uint64_t kPieceBytes = 64ull << 20;
 
 DiskReadRate MeasureDiskRead(const std::string& path, uint64_t max_bytes) {
   struct stat info {};
-  if (stat(path.c_str(), &info) != 0) Fail("{}: cannot measure its read rate: it does not exist", path);
+  if (stat(path.c_str(), &info) != 0)
+    Fail("{}: cannot measure its read rate: it does not exist", path);
   // Whole 4 KiB blocks only, so every piece is a valid O_DIRECT read.
-  const uint64_t length = std::min<uint64_t>(info.st_size, max_bytes) / kExtentAlignment * kExtentAlignment;
+  const uint64_t length =
+      std::min<uint64_t>(info.st_size, max_bytes) / kExtentAlignment * kExtentAlignment;
   if (length == 0) Fail("{}: too small to measure a read rate", path);
 
   std::vector<AlignedBuffer> buffers;
@@ -49,7 +51,8 @@ DiskReadRate MeasureDiskRead(const std::string& path, uint64_t max_bytes) {
   for (size_t i = pieces.size() >= 2 ? pieces.size() - 2 : 0; i < pieces.size(); ++i) {
     reader.WaitFor(tickets[i]);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {length / seconds / 1e9, length, reader.direct_io()};
 }
 

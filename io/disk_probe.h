@@ -8,9 +8,9 @@
 namespace zinf::io {
 
 struct DiskReadRate {
-  double gbps = 0;          // 1e9 bytes per second
+  double gbps = 0;  // 1e9 bytes per second
   uint64_t bytes_read = 0;
-  bool direct_io = false;   // false: the page cache may have served it, and the number says so
+  bool direct_io = false;  // false: the page cache may have served it, and the number says so
 };
 
 // Reads up to max_bytes of `path` from its start in 64 MiB pieces, two in flight.

@@ -48,7 +48,7 @@ std::string DescribeExtent(const ExtentInfo& extent) {
 }
 
 ExtentReader::ExtentReader(std::string path, std::vector<std::span<std::byte>> buffers,
-                         const ReaderOptions& options)
+                           const ReaderOptions& options)
     : path_(std::move(path)), buffers_(std::move(buffers)), options_(options) {
   ZINF_CHECK(options_.queue_depth > 0, "queue depth must be positive");
   // A chunk is one read: its length must fit the SQE's 32-bit length; 1 GiB is far beyond useful.
@@ -256,8 +256,9 @@ ReadTicket ExtentReader::Submit(const ExtentInfo& extent, int buffer_idx) {
   ZINF_CHECK(buffer_idx >= 0 && static_cast<size_t>(buffer_idx) < buffers_.size(),
              "buffer {} out of range ({} buffers)", buffer_idx, buffers_.size());
   const std::span<std::byte> buffer = buffers_[buffer_idx];
-  ZINF_CHECK(extent.padded_bytes <= buffer.size(), "{} ({} bytes) does not fit buffer {} ({} bytes)",
-             DescribeExtent(extent), extent.padded_bytes, buffer_idx, buffer.size());
+  ZINF_CHECK(extent.padded_bytes <= buffer.size(),
+             "{} ({} bytes) does not fit buffer {} ({} bytes)", DescribeExtent(extent),
+             extent.padded_bytes, buffer_idx, buffer.size());
   ZINF_CHECK(extent.size_bytes <= extent.padded_bytes, "{}: size exceeds padded size",
              DescribeExtent(extent));
 
@@ -307,8 +308,8 @@ ExtentReader::ChunkOutcome ExtentReader::OnResult(Chunk& chunk, int64_t result) 
   if (state.error) return ChunkOutcome::kDone;  // the extent already failed; drop the rest
   if (result == -EAGAIN || result == -EINTR) return ChunkOutcome::kRequeue;
   if (result == -EINVAL && chunk.sent_direct) {  // the first of several in flight falls back
-    FallBackToBuffered(fmt::format("EINVAL reading {} at byte {}", state.extent_label,
-                                   chunk.file_offset));
+    FallBackToBuffered(
+        fmt::format("EINVAL reading {} at byte {}", state.extent_label, chunk.file_offset));
     return ChunkOutcome::kRequeue;
   }
   if (result < 0) {
@@ -329,11 +330,10 @@ ExtentReader::ChunkOutcome ExtentReader::OnResult(Chunk& chunk, int64_t result) 
   if (got_bytes == 0) {
     struct stat file_stat {};
     const uint64_t file_size = fstat(fd_, &file_stat) == 0 ? file_stat.st_size : chunk.file_offset;
-    const std::string found_end =
-        fmt::format("{} needs bytes [{}, {}) but the file ends at byte {} (a read at byte {} found "
-                    "its end)",
-                    state.extent_label, state.extent_offset, state.extent_end, file_size,
-                    chunk.file_offset);
+    const std::string found_end = fmt::format(
+        "{} needs bytes [{}, {}) but the file ends at byte {} (a read at byte {} found "
+        "its end)",
+        state.extent_label, state.extent_offset, state.extent_end, file_size, chunk.file_offset);
     // At open the file held every extent (the weight source checks), so usually it shrank since.
     state.error = ChangedError(found_end).value_or(fmt::format(
         "weights file {} is truncated: {}; the file is incomplete — copy or convert it again",

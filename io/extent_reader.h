@@ -32,18 +32,18 @@ namespace zinf::io {
 using ReadFaultHook = std::function<int64_t(uint64_t file_offset, uint64_t length, int64_t result)>;
 
 struct ReaderOptions {
-  bool allow_direct_io = true;          // O_DIRECT when the filesystem accepts it
-  bool use_io_uring = true;             // false: the pread pool (also the fallback)
+  bool allow_direct_io = true;  // O_DIRECT when the filesystem accepts it
+  bool use_io_uring = true;     // false: the pread pool (also the fallback)
   // Chunk reads in flight at once (the ring's size). 16 x 1 MiB matches what NVMe drives need for
   // full sequential bandwidth; far more in flight made a virtio disk slower (fio: 16 beat 64, 128).
   unsigned queue_depth = 16;
-  uint64_t chunk_bytes = 1ull << 20;    // 1 MiB: large enough for full device bandwidth, small
-                                        // enough that 16 in flight keep several queues busy
+  uint64_t chunk_bytes = 1ull << 20;  // 1 MiB: large enough for full device bandwidth, small
+                                      // enough that 16 in flight keep several queues busy
   // Without io_uring: threads each blocked in one pread of a chunk. Four streamed as fast as
   // io_uring at depth 16 in bench/tiered_streaming.sh (2 GB/s virtio disk); where io_uring works
   // the pool is never built.
   unsigned pread_threads = 4;
-  ReadFaultHook fault_hook;             // empty outside tests
+  ReadFaultHook fault_hook;  // empty outside tests
 };
 
 // The environment variable that overrides ReaderOptions::use_io_uring for every reader of the
@@ -72,7 +72,7 @@ std::string DescribeExtent(const ExtentInfo& extent);
 class ExtentReader {
  public:
   ExtentReader(std::string path, std::vector<std::span<std::byte>> buffers,
-              const ReaderOptions& options);
+               const ReaderOptions& options);
   ~ExtentReader();
   ExtentReader(const ExtentReader&) = delete;
   ExtentReader& operator=(const ExtentReader&) = delete;
@@ -133,8 +133,8 @@ class ExtentReader {
   // which are recorded in the ticket. Locked.
   ChunkOutcome OnResult(Chunk& chunk, int64_t result);
   void FinishChunk(const Chunk& chunk);  // locked
-  void SubmitQueued();                   // locked: sends queued chunks while fewer than the depth fly
-  void FlushRing();                      // locked: io_uring_submit, retrying what can be retried
+  void SubmitQueued();  // locked: sends queued chunks while fewer than the depth fly
+  void FlushRing();     // locked: io_uring_submit, retrying what can be retried
   std::optional<std::string> ChangedError(const std::string& failure) const;  // locked
   // The completion thread: waits for a finished read (unlocked), then applies it (locked).
   void CompletionLoop();
@@ -165,11 +165,11 @@ class ExtentReader {
   std::unordered_map<ReadTicket, TicketState> tickets_;
   ReadTicket next_ticket_ = 1;
   uint64_t bytes_read_ = 0;
-  bool stopping_ = false;                     // destructor: no more retries
+  bool stopping_ = false;                                            // destructor: no more retries
   std::optional<std::chrono::steady_clock::time_point> busy_since_;  // set while reads are pending
-  double busy_seconds_ = 0;                   // of the busy periods that ended
-  std::optional<std::string> broken_;         // the ring failed as a whole: every wait throws this
-  bool reaper_exited_ = false;                // the completion thread stopped on such a failure
+  double busy_seconds_ = 0;            // of the busy periods that ended
+  std::optional<std::string> broken_;  // the ring failed as a whole: every wait throws this
+  bool reaper_exited_ = false;         // the completion thread stopped on such a failure
   std::thread completion_thread_;
 };
 

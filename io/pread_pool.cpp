@@ -64,8 +64,8 @@ PreadCompletion PreadPool::WaitOne() {
 }
 
 PreadCompletion PreadPool::Read(const PreadRequest& request) const {
-  const ssize_t count = read_(request.fd, request.dest, request.length,
-                              static_cast<off_t>(request.file_offset));
+  const ssize_t count =
+      read_(request.fd, request.dest, request.length, static_cast<off_t>(request.file_offset));
   return {request.user_data, count < 0 ? -static_cast<int64_t>(errno) : count};
 }
 

@@ -53,10 +53,12 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
   if (any_streamed) {
     // Depth d keeps d reads in flight while the forward pass computes on one more extent (and
     // a device copies out of copy_buffers more).
-    if (options.copy_buffers < 0) Fail("copy buffers must be 0 or more, got {}", options.copy_buffers);
+    if (options.copy_buffers < 0)
+      Fail("copy buffers must be 0 or more, got {}", options.copy_buffers);
     const int num_slots = prefetch_depth_ + 1 + options.copy_buffers;
     for (int slot_idx = 0; slot_idx < num_slots; ++slot_idx) {
-      staging_buffers_.emplace_back(std::max(staging_bytes, kBufferAlignment), options.staging_lock);
+      staging_buffers_.emplace_back(std::max(staging_bytes, kBufferAlignment),
+                                    options.staging_lock);
       slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, std::nullopt});
       free_slots_.push_back(slot_idx);
     }
@@ -251,7 +253,8 @@ int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
     if (held < 0 || states_[held].acquired) continue;
     if (victim < 0 || held > slots_[victim].extent_idx) victim = slot_idx;
   }
-  ZINF_CHECK(victim >= 0, "cannot acquire {}: all {} staging buffers are acquired; Release one first",
+  ZINF_CHECK(victim >= 0,
+             "cannot acquire {}: all {} staging buffers are acquired; Release one first",
              DescribeExtent(extents_[extent_idx]), slots_.size());
   Slot& slot = slots_[victim];
   if (slot.ticket) {

@@ -17,7 +17,7 @@
 namespace zinf::io {
 
 struct TieredOptions {
-  int prefetch_depth = 1;                  // streamed: extents read ahead of the one acquired
+  int prefetch_depth = 1;  // streamed: extents read ahead of the one acquired
   // Streamed: extra staging buffers for a device backend still copying out of released ones.
   // With one, the buffer a Prefetch takes was released two extents ago, so its copy fence finds
   // that copy done while the copy of the extent just released runs on: the host never waits on
@@ -81,10 +81,10 @@ class TieredWeightSource final : public WeightSource {
     bool acquired = false;
   };
   struct Slot {
-    int buffer_idx = 0;     // the reader's index of this staging buffer
-    int extent_idx = -1;    // -1: free
+    int buffer_idx = 0;                // the reader's index of this staging buffer
+    int extent_idx = -1;               // -1: free
     std::optional<ReadTicket> ticket;  // set while its read has not been waited for
-    CopyFence fence;        // a free buffer's last extent may still be read by a device: call first
+    CopyFence fence;  // a free buffer's last extent may still be read by a device: call first
   };
 
   void ValidateExtents() const;

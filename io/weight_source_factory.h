@@ -20,11 +20,11 @@ struct WeightSourceOptions {
   WeightPlacement placement = WeightPlacement::kResident;
   // Per extent, in checkpoint order (a planner's choice); empty: `placement` for every extent.
   std::vector<WeightPlacement> placements;
-  int prefetch_depth = 1;      // streamed: extents read ahead of the one being computed
+  int prefetch_depth = 1;  // streamed: extents read ahead of the one being computed
   // Streamed: staging buffers beyond prefetch_depth + 1 (see TieredOptions::copy_buffers).
   int copy_buffers = 0;
-  bool allow_direct_io = true; // O_DIRECT when the filesystem allows it; buffered otherwise
-  ReadFaultHook fault_hook;    // tests only (zinf generate --fault-inject): see extent_reader.h
+  bool allow_direct_io = true;  // O_DIRECT when the filesystem allows it; buffered otherwise
+  ReadFaultHook fault_hook;     // tests only (zinf generate --fault-inject): see extent_reader.h
 };
 
 std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,

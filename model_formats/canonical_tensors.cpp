@@ -12,24 +12,18 @@ namespace names = zinf::tensor_names;
 
 std::string ExtentName(ExtentKind kind, int layer) {
   switch (kind) {
-    case ExtentKind::kEmbedding:
-      return "embed";
-    case ExtentKind::kLayer:
-      return fmt::format("layer.{}", layer);
-    case ExtentKind::kHead:
-      return "head";
+    case ExtentKind::kEmbedding: return "embed";
+    case ExtentKind::kLayer: return fmt::format("layer.{}", layer);
+    case ExtentKind::kHead: return "head";
   }
   return "?";
 }
 
 const char* ExtentKindName(ExtentKind kind) {
   switch (kind) {
-    case ExtentKind::kEmbedding:
-      return "embedding";
-    case ExtentKind::kLayer:
-      return "layer";
-    case ExtentKind::kHead:
-      return "head";
+    case ExtentKind::kEmbedding: return "embedding";
+    case ExtentKind::kLayer: return "layer";
+    case ExtentKind::kHead: return "head";
   }
   return "?";
 }

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
 #include "model_formats/hf_tensor_map.h"
 #include "model_formats/manifest_json.h"
-#include "model_formats/atomic_output_file.h"
 #include "model_formats/safetensors.h"
 #include "model_formats/tensor_encoder.h"
 #include "model_formats/weight_encoding.h"
@@ -34,7 +34,8 @@ constexpr const char* kTokenizerFiles[] = {"tokenizer.model", "tokenizer_config.
 
 // Writes `source` in the tensor's stored dtype: bytes as they are when nothing changes, else
 // through f32 rows a chunk at a time, so scratch memory stays bounded whatever the tensor size.
-void WriteTensor(const TensorSink& sink, const SafetensorsTensor& source, const TensorInfo& tensor) {
+void WriteTensor(const TensorSink& sink, const SafetensorsTensor& source,
+                 const TensorInfo& tensor) {
   if (source.dtype == tensor.dtype) {
     sink(source.data);
     return;
@@ -82,10 +83,9 @@ std::optional<TokenizerSpec> DetectTokenizer(const fs::path& hf_dir) {
     spec.kind = "sentencepiece";
     spec.file = "tokenizer.model";
   } else {
-    spdlog::warn(
-        "{} has no tokenizer.model or tokenizer.json: the checkpoint will have no "
-        "tokenizer, so prompts must be given as token ids",
-        hf_dir.string());
+    spdlog::warn("{} has no tokenizer.model or tokenizer.json: the checkpoint will have no "
+                 "tokenizer, so prompts must be given as token ids",
+                 hf_dir.string());
     return std::nullopt;
   }
   ReadTokenizerFlags(hf_dir / "tokenizer_config.json", spec);
@@ -143,13 +143,12 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   // The manifest is the commit point: remove the old one first, so a conversion cut short leaves
   // a directory that is plainly not a checkpoint rather than an old manifest over new weights.
   fs::remove(manifest_path);
-  WriteWeightsFile(
-      (out_dir / kWeightsFile).string(), checkpoint.extents,
-      [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
-        WriteTensor(sink, *plan.extents[extent_idx].sources[tensor_idx],
-                    checkpoint.extents[extent_idx].tensors[tensor_idx]);
-      },
-      options.progress);
+  WriteWeightsFile((out_dir / kWeightsFile).string(), checkpoint.extents,
+                   [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
+                     WriteTensor(sink, *plan.extents[extent_idx].sources[tensor_idx],
+                                 checkpoint.extents[extent_idx].tensors[tensor_idx]);
+                   },
+                   options.progress);
   CopyTokenizerFiles(hf_dir, out_dir);
   WriteManifestWithSource(out_dir.string(), checkpoint,
                           {hf_dir.filename().string(), checkpoint.config.model_type});
@@ -162,7 +161,8 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
 ConvertSummary SummarizeCheckpoint(const std::vector<ExtentInfo>& extents) {
   ConvertSummary summary;
   summary.num_extents = static_cast<int>(extents.size());
-  for (const ExtentInfo& extent : extents) summary.num_tensors += static_cast<int>(extent.tensors.size());
+  for (const ExtentInfo& extent : extents)
+    summary.num_tensors += static_cast<int>(extent.tensors.size());
   summary.weights_bytes = PaddedFileBytes(extents);
   return summary;
 }

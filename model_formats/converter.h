@@ -18,7 +18,7 @@ struct ConvertOptions {
   std::optional<DType> dtype;
   int group_size = 64;                  // int4: elements per group
   std::vector<std::string> keep_float;  // canonical matrices not quantized (ParseKeepFloat)
-  bool overwrite = false;      // replace an existing output directory's files
+  bool overwrite = false;               // replace an existing output directory's files
   // Called after each extent is written: (bytes written so far, total bytes).
   std::function<void(uint64_t, uint64_t)> progress;
 };

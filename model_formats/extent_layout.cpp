@@ -125,11 +125,10 @@ void ValidateExtents(const std::vector<ExtentInfo>& extents, const ModelConfig& 
     const ExtentInfo& extent = extents[idx];
     const ExpectedExtent& want = expected[idx];
     if (extent.name != want.name || extent.kind != want.kind || extent.layer != want.layer) {
-      Fail(
-          "{}: extent {} is '{}' ({}), expected '{}' ({}): extents must be in the order embed, "
-          "layer.0 .. layer.{}, head",
-          where, idx, extent.name, ExtentKindName(extent.kind), want.name,
-          ExtentKindName(want.kind), config.num_layers - 1);
+      Fail("{}: extent {} is '{}' ({}), expected '{}' ({}): extents must be in the order embed, "
+           "layer.0 .. layer.{}, head",
+           where, idx, extent.name, ExtentKindName(extent.kind), want.name,
+           ExtentKindName(want.kind), config.num_layers - 1);
     }
     if (extent.offset % kExtentAlignment != 0) {
       Fail("{}: extent '{}' offset {} is not a multiple of {}", where, extent.name, extent.offset,

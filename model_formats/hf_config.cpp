@@ -23,9 +23,7 @@ class Fields {
   Fields(const json& object, std::string source, std::string prefix = "")
       : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {}
 
-  bool has(const char* field) const {
-    return object_.contains(field) && !object_[field].is_null();
-  }
+  bool has(const char* field) const { return object_.contains(field) && !object_[field].is_null(); }
 
   [[noreturn]] void FailField(const char* field, const std::string& what) const {
     Fail("config {}: field '{}{}' {}", source_, prefix_, field, what);
@@ -34,7 +32,8 @@ class Fields {
   int Int(const char* field) const {
     if (!has(field)) FailField(field, "is missing");
     const json& value = object_[field];
-    if (!value.is_number_integer()) FailField(field, fmt::format("must be an integer, got {}", value.dump()));
+    if (!value.is_number_integer())
+      FailField(field, fmt::format("must be an integer, got {}", value.dump()));
     const bool too_big = value.is_number_unsigned() && value.get<uint64_t>() > INT32_MAX;
     if (too_big || value.get<int64_t>() < INT32_MIN || value.get<int64_t>() > INT32_MAX) {
       FailField(field, fmt::format("is out of range: {}", value.dump()));
@@ -56,7 +55,8 @@ class Fields {
   bool Bool(const char* field, bool fallback) const {
     if (!has(field)) return fallback;
     const json& value = object_[field];
-    if (!value.is_boolean()) FailField(field, fmt::format("must be true or false, got {}", value.dump()));
+    if (!value.is_boolean())
+      FailField(field, fmt::format("must be true or false, got {}", value.dump()));
     return value.get<bool>();
   }
 
@@ -73,7 +73,8 @@ class Fields {
     const json& value = object_[field];
     if (value.is_number_integer()) return {Int(field)};
     if (!value.is_array()) {
-      FailField(field, fmt::format("must be an integer or a list of integers, got {}", value.dump()));
+      FailField(field,
+                fmt::format("must be an integer or a list of integers, got {}", value.dump()));
     }
     std::vector<int> list;
     for (const json& item : value) {
@@ -100,8 +101,8 @@ RopeScaling ParseRopeScaling(const Fields& config, const std::string& source) {
   if (!object.is_object()) config.FailField("rope_scaling", "must be an object or null");
   const Fields fields(object, source, "rope_scaling.");
   // transformers renamed "type" to "rope_type"; configs carry either.
-  const std::string type = fields.has("rope_type") ? fields.String("rope_type", "")
-                                                   : fields.String("type", "default");
+  const std::string type =
+      fields.has("rope_type") ? fields.String("rope_type", "") : fields.String("type", "default");
   if (type == "default") return scaling;
   if (type == "linear") {
     scaling.type = RopeScalingType::kLinear;
@@ -160,7 +161,8 @@ void ParseOpt(const Fields& fields, const std::string& source, ModelConfig& conf
     Fail("config {}: activation_function '{}' is not supported for opt (only relu)", source, act);
   }
   if (!fields.Bool("do_layer_norm_before", true)) {
-    Fail("config {}: do_layer_norm_before=false (post-LayerNorm OPT, e.g. opt-350m) is not supported",
+    Fail("config {}: do_layer_norm_before=false (post-LayerNorm OPT, e.g. opt-350m) is not "
+         "supported",
          source);
   }
   config.intermediate_size = fields.Int("ffn_dim");
@@ -234,7 +236,8 @@ ModelConfig ParseHfConfig(const std::string& json_text, const std::string& sourc
 
 ModelConfig LoadHfConfig(const std::string& config_json_path) {
   std::ifstream in(config_json_path, std::ios::binary);
-  if (!in) Fail("config {}: cannot open (is this a Hugging Face model directory?)", config_json_path);
+  if (!in)
+    Fail("config {}: cannot open (is this a Hugging Face model directory?)", config_json_path);
   std::stringstream text;
   text << in.rdbuf();
   if (in.bad()) Fail("config {}: read error", config_json_path);

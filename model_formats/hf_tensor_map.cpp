@@ -169,10 +169,9 @@ ConversionPlan PlanConversion(const ModelConfig& config, const SafetensorsCheckp
     HfNameMapping mapping = MapHfTensorName(config.family, tensor->name);
     if (mapping.status == HfNameStatus::kIgnored) continue;
     if (mapping.status == HfNameStatus::kUnknown) {
-      Fail(
-          "{}: tensor '{}' is not a {} weight zinf understands (tensors it does not understand "
-          "are an error, not silently dropped)",
-          tensor->file, tensor->name, FamilyName(config.family));
+      Fail("{}: tensor '{}' is not a {} weight zinf understands (tensors it does not understand "
+           "are an error, not silently dropped)",
+           tensor->file, tensor->name, FamilyName(config.family));
     }
     const HfTensorTarget& target = mapping.target;
     if (target.extent_kind == ExtentKind::kLayer && target.layer >= config.num_layers) {
@@ -190,10 +189,9 @@ ConversionPlan PlanConversion(const ModelConfig& config, const SafetensorsCheckp
       ++slot;
     }
     if (slot == extent.layout.tensors.size()) {
-      Fail(
-          "{}: tensor '{}' ({}/{}) is present, but config.json says this model has no such tensor "
-          "(check attention_bias, mlp_bias, word_embed_proj_dim and model_type)",
-          tensor->file, tensor->name, extent.layout.name, target.name);
+      Fail("{}: tensor '{}' ({}/{}) is present, but config.json says this model has no such tensor "
+           "(check attention_bias, mlp_bias, word_embed_proj_dim and model_type)",
+           tensor->file, tensor->name, extent.layout.name, target.name);
     }
     if (const SafetensorsTensor* earlier = extent.sources[slot]) {
       Fail("tensors '{}' ({}) and '{}' ({}) are both {}/{}", earlier->name, earlier->file,

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/json_depth.h"
-#include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::formats {
@@ -25,12 +25,9 @@ constexpr const char* kCreatedBy = "zinf 0.1.0";
 
 const char* RopeScalingName(RopeScalingType type) {
   switch (type) {
-    case RopeScalingType::kNone:
-      return "none";
-    case RopeScalingType::kLinear:
-      return "linear";
-    case RopeScalingType::kLlama3:
-      return "llama3";
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return "linear";
+    case RopeScalingType::kLlama3: return "llama3";
   }
   return "?";
 }
@@ -343,10 +340,9 @@ Checkpoint ParseManifest(const std::string& text, const std::string& where) {
   }
   int version = fields.Int("version");
   if (version < 1 || version > kFormatVersion) {
-    Fail(
-        "{}: format version {} is not supported: this zinf reads versions 1 to {}; "
-        "a newer file needs a newer zinf",
-        where, version, kFormatVersion);
+    Fail("{}: format version {} is not supported: this zinf reads versions 1 to {}; "
+         "a newer file needs a newer zinf",
+         where, version, kFormatVersion);
   }
   Checkpoint checkpoint;
   checkpoint.dtype = ParseDTypeField(fields, "dtype", /*quantized_allowed=*/false);

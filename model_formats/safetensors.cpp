@@ -73,7 +73,8 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
   }
   if (header_bytes > file_bytes - kHeaderLengthBytes) {
     Fail("safetensors file '{}': header length {} at byte 0 runs past the end of the file "
-         "({} bytes): the file is truncated or not safetensors", path, header_bytes, file_bytes);
+         "({} bytes): the file is truncated or not safetensors",
+         path, header_bytes, file_bytes);
   }
   const uint64_t data_start = kHeaderLengthBytes + header_bytes;
   const uint64_t data_bytes = file_bytes - data_start;
@@ -89,7 +90,8 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
     header = json::parse(reinterpret_cast<const char*>(bytes + kHeaderLengthBytes),
                          reinterpret_cast<const char*>(bytes + data_start));
   } catch (const json::parse_error& error) {
-    Fail("safetensors file '{}': malformed header JSON at byte {} of the header (file offset {}): {}",
+    Fail("safetensors file '{}': malformed header JSON at byte {} of the header (file offset {}): "
+         "{}",
          path, error.byte, kHeaderLengthBytes + error.byte, error.what());
   } catch (const json::exception& error) {  // e.g. a number too large for a double
     Fail("safetensors file '{}': malformed header JSON: {}", path, error.what());
@@ -157,8 +159,8 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
     }
     if (*end > data_bytes) {
       fail(fmt::format("data_offsets end {} (file offset {}) is past the end of the data section "
-                       "({} bytes; file {} bytes)", *end, data_start + *end, data_bytes,
-                       file_bytes));
+                       "({} bytes; file {} bytes)",
+                       *end, data_start + *end, data_bytes, file_bytes));
     }
     if (*end - *begin != num_bytes) {
       fail(fmt::format("data_offsets [{}, {}] hold {} bytes but shape {} × {} needs {}", *begin,
@@ -177,9 +179,9 @@ ParsedHeader ParseMappedFile(const std::string& path, const std::byte* bytes, ui
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[i - 1].end) {
       Fail("safetensors file '{}': tensor '{}' data_offsets [{}, {}] overlap tensor '{}' [{}, {}] "
-           "(at file offset {})", path, *ranges[i].tensor, ranges[i].begin, ranges[i].end,
-           *ranges[i - 1].tensor, ranges[i - 1].begin, ranges[i - 1].end,
-           data_start + ranges[i].begin);
+           "(at file offset {})",
+           path, *ranges[i].tensor, ranges[i].begin, ranges[i].end, *ranges[i - 1].tensor,
+           ranges[i - 1].begin, ranges[i - 1].end, data_start + ranges[i].begin);
     }
   }
   return parsed;
@@ -199,8 +201,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
   if (file_bytes < kHeaderLengthBytes) {
     ::close(fd);
-    Fail("safetensors file '{}': truncated: {} bytes, shorter than the 8-byte header length",
-         path, file_bytes);
+    Fail("safetensors file '{}': truncated: {} bytes, shorter than the 8-byte header length", path,
+         file_bytes);
   }
   void* mapping = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   const int mmap_err = errno;
@@ -212,7 +214,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   mapping_ = mapping;
   mapping_bytes_ = file_bytes;
   try {
-    ParsedHeader parsed = ParseMappedFile(path_, static_cast<const std::byte*>(mapping_), file_bytes);
+    ParsedHeader parsed =
+        ParseMappedFile(path_, static_cast<const std::byte*>(mapping_), file_bytes);
     tensors_ = std::move(parsed.tensors);
     metadata_ = std::move(parsed.metadata);
   } catch (...) {

@@ -100,10 +100,12 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& model_dir) {
   } else if (fs::exists(dir / kSingleFile, error)) {
     file_names.push_back(kSingleFile);
   } else if (HasPickleCheckpoint(dir)) {
-    Fail("model directory '{}' holds only PyTorch pickle weights (pytorch_model*.bin); zinf refuses "
-         "pickle checkpoints because loading them can run arbitrary code. Convert them to "
-         "safetensors first, e.g. in Python: AutoModelForCausalLM.from_pretrained(dir)"
-         ".save_pretrained(out_dir, safe_serialization=True)", model_dir);
+    Fail(
+        "model directory '{}' holds only PyTorch pickle weights (pytorch_model*.bin); zinf refuses "
+        "pickle checkpoints because loading them can run arbitrary code. Convert them to "
+        "safetensors first, e.g. in Python: AutoModelForCausalLM.from_pretrained(dir)"
+        ".save_pretrained(out_dir, safe_serialization=True)",
+        model_dir);
   } else {
     Fail("model directory '{}' has neither {} nor {}", model_dir, kSingleFile, kIndexFile);
   }

@@ -60,7 +60,8 @@ void ProduceTensor(const TensorInfo& tensor, uint64_t tensor_seed, const TensorS
     for (int64_t i = 0; i < rows * cols; ++i) {
       // 24 random bits → uniform in [-1, 1).
       const double unit = static_cast<double>(SplitMix64(tensor_seed + start + i) >> 40) /
-                              static_cast<double>(1 << 23) - 1.0;
+                              static_cast<double>(1 << 23) -
+                          1.0;
       values[i] = rule.center + rule.half_width * static_cast<float>(unit);
     }
     encoder.AddRows(values.data(), rows);
@@ -81,23 +82,23 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
   }
   Checkpoint checkpoint;
   checkpoint.config = LoadHfConfig(config_json_path);
-  const WeightEncoding encoding =
-      WeightEncoding::For(options.dtype, options.float_dtype, options.group_size, options.keep_float);
+  const WeightEncoding encoding = WeightEncoding::For(options.dtype, options.float_dtype,
+                                                      options.group_size, options.keep_float);
   checkpoint.dtype = encoding.float_dtype;
   checkpoint.weights_file = kWeightsFile;
   checkpoint.extents = LayoutExtents(ExpectedExtents(checkpoint.config), encoding);
 
   fs::create_directories(out_path);
   fs::remove(manifest_path);  // the manifest is written last: it marks a complete checkpoint
-  WriteWeightsFile(
-      (out_path / kWeightsFile).string(), checkpoint.extents,
-      [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
-        // Distinct, far-apart counter ranges per tensor.
-        const uint64_t tensor_seed =
-            SplitMix64(options.seed ^ (extent_idx << 40) ^ (tensor_idx << 32)) << 20;
-        ProduceTensor(checkpoint.extents[extent_idx].tensors[tensor_idx], tensor_seed, sink);
-      },
-      options.progress);
+  WriteWeightsFile((out_path / kWeightsFile).string(), checkpoint.extents,
+                   [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
+                     // Distinct, far-apart counter ranges per tensor.
+                     const uint64_t tensor_seed =
+                         SplitMix64(options.seed ^ (extent_idx << 40) ^ (tensor_idx << 32)) << 20;
+                     ProduceTensor(checkpoint.extents[extent_idx].tensors[tensor_idx], tensor_seed,
+                                   sink);
+                   },
+                   options.progress);
   WriteManifestWithSource(out_path.string(), checkpoint,
                           {"synthetic:" + fs::path(config_json_path).filename().string(),
                            checkpoint.config.model_type});

@@ -25,8 +25,8 @@ class TensorEncoder {
   const TensorInfo& tensor_;
   const TensorSink& sink_;
   int64_t rows_done_ = 0;
-  std::vector<std::byte> encoded_;   // one chunk's encoded values
-  std::vector<std::byte> scales_;    // all rows' scales (int8) or group parameters (int4)
+  std::vector<std::byte> encoded_;  // one chunk's encoded values
+  std::vector<std::byte> scales_;   // all rows' scales (int8) or group parameters (int4)
 };
 
 }  // namespace zinf::formats

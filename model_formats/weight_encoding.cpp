@@ -13,10 +13,10 @@ namespace tn = tensor_names;
 
 namespace {
 
-const std::vector<std::string> kMatrixNames = {
-    tn::kQ,          tn::kK,         tn::kV,         tn::kO,          tn::kGate,
-    tn::kUp,         tn::kDown,      tn::kTokenEmbed, tn::kPositionEmbed, tn::kProjectIn,
-    tn::kProjectOut, tn::kLmHead};
+const std::vector<std::string> kMatrixNames = {tn::kQ,         tn::kK,          tn::kV,
+                                               tn::kO,         tn::kGate,       tn::kUp,
+                                               tn::kDown,      tn::kTokenEmbed, tn::kPositionEmbed,
+                                               tn::kProjectIn, tn::kProjectOut, tn::kLmHead};
 
 }  // namespace
 
@@ -43,7 +43,8 @@ WeightEncoding WeightEncoding::For(DType dtype, DType float_dtype, int group_siz
 
 DType WeightEncoding::DTypeFor(const ExpectedTensor& tensor) const {
   if (tensor.shape.size() != 2 || !IsQuantized(matrix_dtype)) return float_dtype;
-  const bool kept = std::find(keep_float.begin(), keep_float.end(), tensor.name) != keep_float.end();
+  const bool kept =
+      std::find(keep_float.begin(), keep_float.end(), tensor.name) != keep_float.end();
   return kept ? float_dtype : matrix_dtype;
 }
 

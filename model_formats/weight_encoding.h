@@ -12,9 +12,9 @@
 namespace zinf::formats {
 
 struct WeightEncoding {
-  DType float_dtype = DType::kF32;   // f32, f16 or bf16
-  DType matrix_dtype = DType::kF32;  // float_dtype, or int8 / int4
-  int group_size = 64;               // int4 only
+  DType float_dtype = DType::kF32;      // f32, f16 or bf16
+  DType matrix_dtype = DType::kF32;     // float_dtype, or int8 / int4
+  int group_size = 64;                  // int4 only
   std::vector<std::string> keep_float;  // canonical matrix names stored as float_dtype
 
   // Every tensor in `dtype` (which must be a float dtype): the unquantized encoding.

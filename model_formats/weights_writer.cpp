@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "engine/error.h"
-#include "model_formats/extent_layout.h"
 #include "model_formats/atomic_output_file.h"
+#include "model_formats/extent_layout.h"
 
 namespace zinf::formats {
 
@@ -44,11 +44,13 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
       const TensorInfo& tensor = extent.tensors[tensor_idx];
       const uint64_t padding = tensor.offset_in_extent - cursor;
       ZINF_CHECK(padding < kZeros.size(), "tensor padding of {} bytes", padding);
-      sink(std::span(kZeros.data(), static_cast<size_t>(padding)));  // checksummed: inside the extent
+      sink(std::span(kZeros.data(),
+                     static_cast<size_t>(padding)));  // checksummed: inside the extent
       tensor_bytes = 0;
       produce(extent_idx, tensor_idx, sink);
-      ZINF_CHECK(tensor_bytes == tensor.size_bytes, "tensor {} of {}: {} bytes produced, {} expected",
-                 tensor.name, extent.name, tensor_bytes, tensor.size_bytes);
+      ZINF_CHECK(tensor_bytes == tensor.size_bytes,
+                 "tensor {} of {}: {} bytes produced, {} expected", tensor.name, extent.name,
+                 tensor_bytes, tensor.size_bytes);
       cursor = tensor.offset_in_extent + tensor.size_bytes;
     }
     extent.xxh3 = XXH3_64bits_digest(hash.get());

@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "engine/error.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/manifest_json.h"
-#include "model_formats/atomic_output_file.h"
 
 namespace zinf::formats {
 

@@ -12,9 +12,9 @@ namespace zinf::cuda {
 // One streamed extent's turn in the ring.
 struct SlotUse {
   int slot = 0;
-  int64_t copy = 0;          // sequence number of this copy (and of the compute that reads it)
-  int64_t wait_for = -1;     // the compute that must finish before this copy may overwrite the
-                             // slot: the slot's previous reader; -1 when the slot is fresh
+  int64_t copy = 0;       // sequence number of this copy (and of the compute that reads it)
+  int64_t wait_for = -1;  // the compute that must finish before this copy may overwrite the
+                          // slot: the slot's previous reader; -1 when the slot is fresh
 };
 
 // Not thread-safe: the forward-pass thread drives it.

@@ -45,10 +45,10 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
   const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const Bound stream_bound = plan.cpu_attention_seconds_per_step > gpu_seconds ? Bound::kCpuAttention
-                             : plan.memory_seconds_per_step >= plan.compute_seconds_per_step
-                                 ? Bound::kHbm
-                                 : Bound::kCompute;
+  const Bound stream_bound =
+      plan.cpu_attention_seconds_per_step > gpu_seconds               ? Bound::kCpuAttention
+      : plan.memory_seconds_per_step >= plan.compute_seconds_per_step ? Bound::kHbm
+                                                                      : Bound::kCompute;
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
                           gpu_seconds + plan.cpu_attention_seconds_per_step};
   const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound};
@@ -142,12 +142,14 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   }
   const uint64_t host_room = inputs.cpu_mem_bytes - host_kv;  // for pinned weights and staging
   const auto fits = [&](const Plan& plan) {
-    return plan.device_bytes <= inputs.gpu_mem_bytes && plan.total_dram_bytes() <= inputs.cpu_mem_bytes;
+    return plan.device_bytes <= inputs.gpu_mem_bytes &&
+           plan.total_dram_bytes() <= inputs.cpu_mem_bytes;
   };
   {
     Plan all_on_device =
         Candidate(inputs, base, std::vector<Tier>(extents.size(), Tier::kDevice), 0);
-    if (fits(all_on_device)) return all_on_device;  // everything fits the device: offload is pointless
+    if (fits(all_on_device))
+      return all_on_device;  // everything fits the device: offload is pointless
   }
 
   // For each depth and each pair of caps: fill the device (after the KV cache, activations,
@@ -200,7 +202,8 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
        "pinned staging, raise that)",
        GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(base.device_kv_bytes()),
        inputs.workload.batch_size, inputs.workload.max_context, kv_on_host ? ", offloaded" : "",
-       GiB(base.activation_bytes), GiB(base.scratch_bytes), GiB(largest), GiB(inputs.cpu_mem_bytes));
+       GiB(base.activation_bytes), GiB(base.scratch_bytes), GiB(largest),
+       GiB(inputs.cpu_mem_bytes));
 }
 
 std::string CudaSummary(const Plan& plan) {
@@ -222,7 +225,8 @@ std::string CudaSummary(const Plan& plan) {
   return fmt::format("plan: {}; KV cache {} {}; device memory used {}, DRAM used {}; "
                      "predicted {:.1f} tok/s ({}-bound)",
                      where, GiB(plan.kv_bytes),
-                     plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU" : "on the device",
+                     plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU"
+                                                 : "on the device",
                      GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
                      plan.predicted_tokens_per_s, BoundName(plan.bound));
 }

@@ -25,7 +25,7 @@ uint64_t Aligned(uint64_t bytes) {
 std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
                                                           const ModelLimits& limits) {
   const int64_t rows = limits.max_tokens_per_step;  // the residual stream: the whole step
-  const int64_t micro = limits.micro_rows();          // everything else: one micro-batch
+  const int64_t micro = limits.micro_rows();        // everything else: one micro-batch
   const int64_t sequences = limits.logit_rows();
   std::vector<std::pair<int64_t, int64_t>> shapes = {
       {rows, c.hidden_size},        {micro, c.hidden_size},       {micro, c.q_dim()},
@@ -56,7 +56,8 @@ KvCacheShape KvShapeFor(const ModelConfig& c, const ModelLimits& limits) {
 }
 
 uint64_t CpuKvCacheBytes(const KvCacheShape& shape) {
-  const uint64_t rows = static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
+  const uint64_t rows =
+      static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
   const uint64_t elements = rows * shape.num_kv_heads * shape.head_dim;
   if (shape.dtype == DType::kI8) return 2 * (elements + rows * shape.num_kv_heads * sizeof(float));
   return 2 * elements * sizeof(float);
@@ -98,8 +99,8 @@ CudaMemory CudaMemoryFor(const Checkpoint& checkpoint, const ModelLimits& limits
             std::max(memory.matrix_scratch_bytes, elements * dequantized_bytes);
       } else if (tensor.dtype == DType::kF32 && tensor.shape.size() == 2 &&
                  compute == GpuCompute::kBf16) {  // converted at upload, a chunk at a time
-        memory.matrix_scratch_bytes = std::max(
-            memory.matrix_scratch_bytes, std::min<uint64_t>(elements, kConversionChunk) * 4);
+        memory.matrix_scratch_bytes = std::max(memory.matrix_scratch_bytes,
+                                               std::min<uint64_t>(elements, kConversionChunk) * 4);
       }
     }
   }

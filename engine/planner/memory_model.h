@@ -47,9 +47,9 @@ inline constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
 // The CUDA backend's one device allocation, item by item.
 struct CudaMemory {
   uint64_t resident_weight_bytes = 0;  // extents held on the device for the whole run
-  uint64_t slot_bytes = 0;    // one streaming slot: the largest extent copied every step (0: none)
-  int slots = 0;              // streaming slots (0 when nothing streams)
-  uint64_t kv_bytes = 0;      // 0 when the KV cache is offloaded to DRAM
+  uint64_t slot_bytes = 0;  // one streaming slot: the largest extent copied every step (0: none)
+  int slots = 0;            // streaming slots (0 when nothing streams)
+  uint64_t kv_bytes = 0;    // 0 when the KV cache is offloaded to DRAM
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes = 0;  // GEMM input casts, dequantised matrices, cuBLAS workspace, tables
   // Parts of scratch_bytes the backend allocates by these sizes:

@@ -18,7 +18,8 @@ using planner_detail::ResidencyOrder;
 namespace {
 
 // The largest extent still streamed: the staging buffer size.
-uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement) {
+uint64_t LargestStreamed(const std::vector<ExtentInfo>& extents,
+                         const std::vector<Tier>& placement) {
   return planner_detail::LargestOn(extents, placement, Tier::kNvme);
 }
 
@@ -50,8 +51,8 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const double work = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
   const bool overlapped = plan.placement.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
-  const double step = overlapped ? std::max(plan.io_seconds_per_step, work)
-                                 : plan.io_seconds_per_step + work;
+  const double step =
+      overlapped ? std::max(plan.io_seconds_per_step, work) : plan.io_seconds_per_step + work;
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
   const double largest = std::max(plan.io_seconds_per_step, work);
   if (largest == plan.io_seconds_per_step) {
@@ -151,7 +152,8 @@ Plan MakePlan(const PlannerInputs& inputs) {
   // Any placement needs staging for its largest streamed extent or holds that extent resident.
   const uint64_t largest = checkpoint.max_extent_padded_bytes();
   Fail("--cpu-mem {} is too small: streaming needs at least {} — KV cache {} (batch {} × "
-       "context {}) + activations {} + one staging buffer of {} (the largest extent); lower --batch-size or --max-context, or raise --cpu-mem",
+       "context {}) + activations {} + one staging buffer of {} (the largest extent); lower "
+       "--batch-size or --max-context, or raise --cpu-mem",
        GiB(budget), GiB(fixed + largest), GiB(plan.kv_bytes), inputs.workload.batch_size,
        inputs.workload.max_context, GiB(plan.activation_bytes), GiB(largest));
 }
@@ -219,7 +221,8 @@ BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
 
 std::string Plan::Summary() const {
   if (on_cuda()) return CudaSummary(*this);
-  const int streamed = static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
+  const int streamed =
+      static_cast<int>(std::count(placement.begin(), placement.end(), Tier::kNvme));
   const int resident = static_cast<int>(placement.size()) - streamed;
   std::string where =
       offload_needed

@@ -28,12 +28,12 @@ struct Bandwidths {
   // The same with int8 and int4 weights, whose integer kernels run at other rates (0: as floats).
   double int8_gflops = 0;
   double int4_gflops = 0;
-  double device_gbps = 3000.0;    // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
-  double device_tflops = 400.0;   // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
+  double device_gbps = 3000.0;   // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
+  double device_tflops = 400.0;  // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
   bool measured = false;
 
   double GflopsFor(DType weights) const {
-    const double quantized = weights == DType::kI8 ? int8_gflops
+    const double quantized = weights == DType::kI8   ? int8_gflops
                              : weights == DType::kQ4 ? int4_gflops
                                                      : 0.0;
     return quantized > 0 ? quantized : compute_gflops;
@@ -41,9 +41,9 @@ struct Bandwidths {
 };
 
 struct Workload {
-  int batch_size = 8;      // sequences decoded together
-  int max_context = 2048;  // positions per sequence (KV cache)
-  int step_tokens = 512;   // most tokens in one forward step (activation size)
+  int batch_size = 8;            // sequences decoded together
+  int max_context = 2048;        // positions per sequence (KV cache)
+  int step_tokens = 512;         // most tokens in one forward step (activation size)
   DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
   // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
   // over it, so device memory holds weights instead and the batch can grow past it.
@@ -60,7 +60,8 @@ struct PlannerInputs {
   const Checkpoint* checkpoint = nullptr;
   BackendKind backend = BackendKind::kCpu;
   uint64_t gpu_mem_bytes = 0;  // budget for the device (CUDA)
-  uint64_t cpu_mem_bytes = 0;  // budget for DRAM: resident extents + staging + KV cache + activations
+  uint64_t cpu_mem_bytes =
+      0;  // budget for DRAM: resident extents + staging + KV cache + activations
   Workload workload;
   Bandwidths bandwidths;
   int max_prefetch_depth = 2;
@@ -77,10 +78,10 @@ struct Plan {
   uint64_t streamed_bytes_per_step = 0;
   bool offload_needed = false;
   // CUDA plans: resident_bytes are in device memory; these are the rest.
-  uint64_t pinned_bytes = 0;         // DRAM-tier extents, page-locked, copied every step
-  uint64_t device_slot_bytes = 0;    // the ring of device weight slots the copies land in
-  uint64_t scratch_bytes = 0;        // GEMM casts, dequantised matrices, cuBLAS workspace, tables
-  uint64_t device_bytes = 0;         // the device pool: CudaMemoryFor(...).total()
+  uint64_t pinned_bytes = 0;       // DRAM-tier extents, page-locked, copied every step
+  uint64_t device_slot_bytes = 0;  // the ring of device weight slots the copies land in
+  uint64_t scratch_bytes = 0;      // GEMM casts, dequantised matrices, cuBLAS workspace, tables
+  uint64_t device_bytes = 0;       // the device pool: CudaMemoryFor(...).total()
   double h2d_seconds_per_step = 0;
   double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
   // Decode-step prediction: the step takes as long as the slowest of reading the streamed

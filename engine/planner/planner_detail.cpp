@@ -83,7 +83,8 @@ double ParameterCount(const Checkpoint& checkpoint) {
   double count = 0;
   for (const ExtentInfo& extent : checkpoint.extents) {
     if (extent.kind == ExtentKind::kEmbedding) continue;  // a lookup, not a matmul
-    for (const TensorInfo& tensor : extent.tensors) count += static_cast<double>(tensor.num_elements());
+    for (const TensorInfo& tensor : extent.tensors)
+      count += static_cast<double>(tensor.num_elements());
   }
   return count;
 }

@@ -21,7 +21,7 @@ class PreTokenizer;
 class Decoder;
 class AddedTokenMatcher;
 struct AddedToken;
-} // namespace hf
+}  // namespace hf
 
 // What tokenizer_config.json adds to tokenizer.json.
 struct HfTokenizerConfig {
@@ -34,7 +34,7 @@ struct HfTokenizerConfig {
   // true, as in transformers.js and older Python transformers (the golden
   // data's reference).
   bool clean_up_tokenization_spaces = true;
-  std::string bos_token; // "" when the config names none
+  std::string bos_token;  // "" when the config names none
   std::string eos_token;
   std::string tokenizer_class;
 };
@@ -50,23 +50,20 @@ HfTokenizerConfig ReadHfTokenizerConfig(const std::string &config_path);
 // malformed JSON with its byte offset, an unknown component type with that
 // type's name.
 class HfTokenizer : public Tokenizer {
-public:
-  HfTokenizer(const std::string &tokenizer_json_path,
-              const HfTokenizerConfig &config);
+ public:
+  HfTokenizer(const std::string &tokenizer_json_path, const HfTokenizerConfig &config);
   ~HfTokenizer() override;
 
   // `text` must be valid UTF-8; invalid text throws zinf::Error with the byte
   // offset.
-  std::vector<TokenId> Encode(std::string_view text,
-                              bool add_special) const override;
+  std::vector<TokenId> Encode(std::string_view text, bool add_special) const override;
   std::string Decode(std::span<const TokenId> ids) const override;
   int vocab_size() const override { return vocab_size_; }
   TokenId bos_id() const override { return bos_id_; }
   TokenId eos_id() const override { return eos_id_; }
 
-private:
-  void EncodePlain(std::string_view text, size_t offset,
-                   std::vector<TokenId> &ids) const;
+ private:
+  void EncodePlain(std::string_view text, size_t offset, std::vector<TokenId> &ids) const;
   std::optional<TokenId> TokenToId(const std::string &token) const;
 
   std::string path_;
@@ -74,16 +71,15 @@ private:
   std::unique_ptr<hf::Normalizer> normalizer_;
   std::unique_ptr<hf::PreTokenizer> pre_tokenizer_;
   std::unique_ptr<hf::Decoder> decoder_;
-  std::unique_ptr<hf::AddedTokenMatcher> raw_added_; // normalized=false tokens
-  std::unique_ptr<hf::AddedTokenMatcher>
-      normalized_added_;                   // normalized=true tokens
-  std::vector<std::string> added_content_; // by id; "" where not added
-  std::vector<TokenId> prefix_; // ids before the text when add_special
-  std::vector<TokenId> suffix_; // ids after it
+  std::unique_ptr<hf::AddedTokenMatcher> raw_added_;         // normalized=false tokens
+  std::unique_ptr<hf::AddedTokenMatcher> normalized_added_;  // normalized=true tokens
+  std::vector<std::string> added_content_;                   // by id; "" where not added
+  std::vector<TokenId> prefix_;                              // ids before the text when add_special
+  std::vector<TokenId> suffix_;                              // ids after it
   bool clean_up_ = true;
   int vocab_size_ = 0;
   TokenId bos_id_ = -1;
   TokenId eos_id_ = -1;
 };
 
-} // namespace zinf::formats
+}  // namespace zinf::formats

@@ -10,14 +10,14 @@
 namespace zinf::formats::hf {
 namespace {
 
-constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD"; // U+FFFD
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
 // Byte-level symbols back to bytes, all tokens joined, invalid UTF-8 replaced
 // by U+FFFD. A token with a character outside the byte alphabet (an added token
 // such as "<|eot_id|>" with a space) contributes its own bytes, as in the Rust
 // library.
 class ByteLevelDecoder : public Decoder {
-public:
+ public:
   void DecodeChain(std::vector<std::string> &tokens) const override {
     const ByteLevelAlphabet &alphabet = GetByteLevelAlphabet();
     std::string bytes;
@@ -31,8 +31,7 @@ public:
         const int byte = code_point < alphabet.code_point_to_byte.size()
                              ? alphabet.code_point_to_byte[code_point]
                              : -1;
-        if (byte < 0)
-          mapped = false;
+        if (byte < 0) mapped = false;
         token_bytes.push_back(static_cast<char>(byte));
       }
       bytes += mapped ? token_bytes : token;
@@ -42,15 +41,14 @@ public:
 };
 
 class ReplaceDecoder : public Decoder {
-public:
+ public:
   ReplaceDecoder(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void DecodeChain(std::vector<std::string> &tokens) const override {
-    for (std::string &token : tokens)
-      token = pattern_->ReplaceAll(token, content_);
+    for (std::string &token : tokens) token = pattern_->ReplaceAll(token, content_);
   }
 
-private:
+ private:
   std::unique_ptr<Regex> pattern_;
   std::string content_;
 };
@@ -58,20 +56,18 @@ private:
 // Runs of "<0xAB>" tokens become the text of their bytes (one U+FFFD per byte
 // when invalid).
 class ByteFallbackDecoder : public Decoder {
-public:
+ public:
   void DecodeChain(std::vector<std::string> &tokens) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
-    std::string pending; // bytes of the current run
+    std::string pending;  // bytes of the current run
     size_t pending_count = 0;
     auto flush = [&] {
-      if (pending_count == 0)
-        return;
+      if (pending_count == 0) return;
       if (FindInvalidUtf8(pending) < 0) {
         out.push_back(pending);
       } else {
-        for (size_t i = 0; i < pending_count; ++i)
-          out.emplace_back(kReplacementCharacter);
+        for (size_t i = 0; i < pending_count; ++i) out.emplace_back(kReplacementCharacter);
       }
       pending.clear();
       pending_count = 0;
@@ -89,20 +85,16 @@ public:
     tokens = std::move(out);
   }
 
-private:
+ private:
   static int HexDigit(char c) {
-    if (c >= '0' && c <= '9')
-      return c - '0';
-    if (c >= 'A' && c <= 'F')
-      return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-      return c - 'a' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     return -1;
   }
   // The byte of a "<0xAB>" token, or -1.
   static int ParseByteToken(const std::string &token) {
-    if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>')
-      return -1;
+    if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>') return -1;
     const int high = HexDigit(token[3]);
     const int low = HexDigit(token[4]);
     return high < 0 || low < 0 ? -1 : high * 16 + low;
@@ -110,11 +102,10 @@ private:
 };
 
 class FuseDecoder : public Decoder {
-public:
+ public:
   void DecodeChain(std::vector<std::string> &tokens) const override {
     std::string joined;
-    for (const std::string &token : tokens)
-      joined += token;
+    for (const std::string &token : tokens) joined += token;
     tokens.assign(1, std::move(joined));
   }
 };
@@ -122,7 +113,7 @@ public:
 // Removes up to `start` leading and `stop` trailing copies of `content` from
 // each token.
 class StripDecoder : public Decoder {
-public:
+ public:
   StripDecoder(std::string content, size_t start, size_t stop)
       : content_(std::move(content)), start_(start), stop_(stop) {}
   void DecodeChain(std::vector<std::string> &tokens) const override {
@@ -138,7 +129,7 @@ public:
     }
   }
 
-private:
+ private:
   std::string content_;
   size_t start_;
   size_t stop_;
@@ -148,54 +139,45 @@ private:
 // dropped (the prefix the pre-tokenizer added) unless the prepend scheme is
 // "never".
 class MetaspaceDecoder : public Decoder {
-public:
+ public:
   MetaspaceDecoder(std::string replacement, bool drop_first)
       : replacement_(std::move(replacement)), drop_first_(drop_first) {}
   void DecodeChain(std::vector<std::string> &tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      tokens[i] = ReplaceAllLiteral(tokens[i], replacement_,
-                                    i == 0 && drop_first_ ? "" : " ");
+      tokens[i] = ReplaceAllLiteral(tokens[i], replacement_, i == 0 && drop_first_ ? "" : " ");
     }
   }
 
-private:
+ private:
   std::string replacement_;
   bool drop_first_;
 };
 
 class SequenceDecoder : public Decoder {
-public:
+ public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps)
       : steps_(std::move(steps)) {}
   void DecodeChain(std::vector<std::string> &tokens) const override {
-    for (const auto &step : steps_)
-      step->DecodeChain(tokens);
+    for (const auto &step : steps_) step->DecodeChain(tokens);
   }
 
-private:
+ private:
   std::vector<std::unique_ptr<Decoder>> steps_;
 };
 
-} // namespace
+}  // namespace
 
-std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json,
-                                      const std::string &file) {
-  if (json.is_null())
-    return nullptr;
+std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json, const std::string &file) {
+  if (json.is_null()) return nullptr;
   const std::string type = json.at("type").get<std::string>();
-  const std::string what =
-      fmt::format("tokenizer '{}': decoder {}", file, type);
-  if (type == "ByteLevel")
-    return std::make_unique<ByteLevelDecoder>();
+  const std::string what = fmt::format("tokenizer '{}': decoder {}", file, type);
+  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "Replace") {
-    return std::make_unique<ReplaceDecoder>(
-        ParsePattern(json.at("pattern"), what),
-        json.at("content").get<std::string>());
+    return std::make_unique<ReplaceDecoder>(ParsePattern(json.at("pattern"), what),
+                                            json.at("content").get<std::string>());
   }
-  if (type == "ByteFallback")
-    return std::make_unique<ByteFallbackDecoder>();
-  if (type == "Fuse")
-    return std::make_unique<FuseDecoder>();
+  if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
+  if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Strip") {
     return std::make_unique<StripDecoder>(json.at("content").get<std::string>(),
                                           json.value("start", size_t{0}),
@@ -206,14 +188,13 @@ std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json,
     if (json.contains("prepend_scheme")) {
       drop_first = json.at("prepend_scheme").get<std::string>() != "never";
     }
-    return std::make_unique<MetaspaceDecoder>(
-        json.value("replacement", "\xE2\x96\x81"), drop_first);
+    return std::make_unique<MetaspaceDecoder>(json.value("replacement", "\xE2\x96\x81"),
+                                              drop_first);
   }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Decoder>> steps;
     for (const nlohmann::json &step : json.at("decoders")) {
-      if (auto parsed = ParseDecoder(step, file))
-        steps.push_back(std::move(parsed));
+      if (auto parsed = ParseDecoder(step, file)) steps.push_back(std::move(parsed));
     }
     return std::make_unique<SequenceDecoder>(std::move(steps));
   }
@@ -223,4 +204,4 @@ std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json,
        file, type);
 }
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

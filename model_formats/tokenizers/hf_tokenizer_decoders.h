@@ -13,7 +13,7 @@ namespace zinf::formats::hf {
 // decoder maps the list of strings to a new list, and the caller joins the
 // result. Immutable and thread-safe.
 class Decoder {
-public:
+ public:
   virtual ~Decoder() = default;
   virtual void DecodeChain(std::vector<std::string> &tokens) const = 0;
 };
@@ -21,7 +21,6 @@ public:
 // The tokenizer.json "decoder" object; nullptr for JSON null. Throws
 // zinf::Error naming the component type and `file` for a type zinf does not
 // implement.
-std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json,
-                                      const std::string &file);
+std::unique_ptr<Decoder> ParseDecoder(const nlohmann::json &json, const std::string &file);
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

@@ -15,52 +15,48 @@ namespace {
 // later Unicode versions could change, as the Rust unicode-normalization
 // crate).
 class UnicodeNormalizer : public Normalizer {
-public:
+ public:
   explicit UnicodeNormalizer(utf8proc_option_t options) : options_(options) {}
   std::string Normalize(std::string_view text) const override {
-    if (text.empty())
-      return "";
+    if (text.empty()) return "";
     utf8proc_uint8_t *mapped = nullptr;
-    const utf8proc_ssize_t length = utf8proc_map(
-        reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
-        static_cast<utf8proc_ssize_t>(text.size()), &mapped, options_);
+    const utf8proc_ssize_t length =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                     static_cast<utf8proc_ssize_t>(text.size()), &mapped, options_);
     if (length < 0) {
       Fail("Unicode normalization failed: {}", utf8proc_errmsg(length));
     }
-    std::string out(reinterpret_cast<const char *>(mapped),
-                    static_cast<size_t>(length));
+    std::string out(reinterpret_cast<const char *>(mapped), static_cast<size_t>(length));
     std::free(mapped);
     return out;
   }
 
-private:
+ private:
   utf8proc_option_t options_;
 };
 
 // Puts `prepend` in front of non-empty text (Llama-2 style "▁" dummy prefix).
 class PrependNormalizer : public Normalizer {
-public:
-  explicit PrependNormalizer(std::string prepend)
-      : prepend_(std::move(prepend)) {}
+ public:
+  explicit PrependNormalizer(std::string prepend) : prepend_(std::move(prepend)) {}
   std::string Normalize(std::string_view text) const override {
-    if (text.empty())
-      return "";
+    if (text.empty()) return "";
     return prepend_ + std::string(text);
   }
 
-private:
+ private:
   std::string prepend_;
 };
 
 class ReplaceNormalizer : public Normalizer {
-public:
+ public:
   ReplaceNormalizer(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   std::string Normalize(std::string_view text) const override {
     return pattern_->ReplaceAll(text, content_);
   }
 
-private:
+ private:
   std::unique_ptr<Regex> pattern_;
   std::string content_;
 };
@@ -68,19 +64,18 @@ private:
 // Simple per-code-point lowercase (utf8proc), with Rust's one multi-character
 // special case.
 class LowercaseNormalizer : public Normalizer {
-public:
+ public:
   std::string Normalize(std::string_view text) const override {
     std::string out;
     out.reserve(text.size());
     for (size_t pos = 0; pos < text.size();) {
       const auto [code_point, length] = DecodeUtf8(text, pos);
       pos += length;
-      if (code_point == 0x130) { // İ lowercases to "i" + combining dot above
+      if (code_point == 0x130) {  // İ lowercases to "i" + combining dot above
         out.append("i\xCC\x87");
         continue;
       }
-      AppendUtf8(static_cast<char32_t>(utf8proc_tolower(
-                     static_cast<utf8proc_int32_t>(code_point))),
+      AppendUtf8(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(code_point))),
                  out);
     }
     return out;
@@ -88,7 +83,7 @@ public:
 };
 
 class StripNormalizer : public Normalizer {
-public:
+ public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   std::string Normalize(std::string_view text) const override {
     size_t begin = 0;
@@ -96,68 +91,59 @@ public:
     if (left_) {
       while (begin < end) {
         const auto [code_point, length] = DecodeUtf8(text, begin);
-        if (!IsWhitespace(code_point))
-          break;
+        if (!IsWhitespace(code_point)) break;
         begin += length;
       }
     }
     if (right_) {
       while (end > begin) {
         size_t start = end - 1;
-        while (start > begin &&
-               (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80)
-          --start;
-        if (!IsWhitespace(DecodeUtf8(text, start).first))
-          break;
+        while (start > begin && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
+        if (!IsWhitespace(DecodeUtf8(text, start).first)) break;
         end = start;
       }
     }
     return std::string(text.substr(begin, end - begin));
   }
 
-private:
+ private:
   bool left_;
   bool right_;
 };
 
 class SequenceNormalizer : public Normalizer {
-public:
+ public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps)
       : steps_(std::move(steps)) {}
   std::string Normalize(std::string_view text) const override {
     std::string current(text);
-    for (const auto &step : steps_)
-      current = step->Normalize(current);
+    for (const auto &step : steps_) current = step->Normalize(current);
     return current;
   }
 
-private:
+ private:
   std::vector<std::unique_ptr<Normalizer>> steps_;
 };
 
-} // namespace
+}  // namespace
 
-std::unique_ptr<Regex> ParsePattern(const nlohmann::json &pattern,
-                                    const std::string &what) {
+std::unique_ptr<Regex> ParsePattern(const nlohmann::json &pattern, const std::string &what) {
   if (pattern.contains("String")) {
-    return std::make_unique<Regex>(pattern.at("String").get<std::string>(),
-                                   Regex::Syntax::kLiteral, what);
+    return std::make_unique<Regex>(pattern.at("String").get<std::string>(), Regex::Syntax::kLiteral,
+                                   what);
   }
   if (pattern.contains("Regex")) {
-    return std::make_unique<Regex>(pattern.at("Regex").get<std::string>(),
-                                   Regex::Syntax::kRegex, what);
+    return std::make_unique<Regex>(pattern.at("Regex").get<std::string>(), Regex::Syntax::kRegex,
+                                   what);
   }
-  Fail("{}: pattern {} is neither {{\"String\": ...}} nor {{\"Regex\": ...}}",
-       what, pattern.dump());
+  Fail("{}: pattern {} is neither {{\"String\": ...}} nor {{\"Regex\": ...}}", what,
+       pattern.dump());
 }
 
-std::unique_ptr<Normalizer> ParseNormalizer(const nlohmann::json &json,
-                                            const std::string &file) {
-  if (json.is_null())
-    return nullptr;
+std::unique_ptr<Normalizer> ParseNormalizer(const nlohmann::json &json, const std::string &file) {
+  if (json.is_null()) return nullptr;
   const std::string type = json.at("type").get<std::string>();
-  const std::string what =
-      fmt::format("tokenizer '{}': normalizer {}", file, type);
+  const std::string what = fmt::format("tokenizer '{}': normalizer {}", file, type);
   if (type == "NFC")
     return std::make_unique<UnicodeNormalizer>(
         static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
@@ -165,22 +151,19 @@ std::unique_ptr<Normalizer> ParseNormalizer(const nlohmann::json &json,
     return std::make_unique<UnicodeNormalizer>(
         static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE));
   if (type == "NFKC")
-    return std::make_unique<UnicodeNormalizer>(static_cast<utf8proc_option_t>(
-        UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+    return std::make_unique<UnicodeNormalizer>(
+        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
   if (type == "NFKD")
-    return std::make_unique<UnicodeNormalizer>(static_cast<utf8proc_option_t>(
-        UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT));
+    return std::make_unique<UnicodeNormalizer>(
+        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT));
   if (type == "Prepend") {
-    return std::make_unique<PrependNormalizer>(
-        json.at("prepend").get<std::string>());
+    return std::make_unique<PrependNormalizer>(json.at("prepend").get<std::string>());
   }
   if (type == "Replace") {
-    return std::make_unique<ReplaceNormalizer>(
-        ParsePattern(json.at("pattern"), what),
-        json.at("content").get<std::string>());
+    return std::make_unique<ReplaceNormalizer>(ParsePattern(json.at("pattern"), what),
+                                               json.at("content").get<std::string>());
   }
-  if (type == "Lowercase")
-    return std::make_unique<LowercaseNormalizer>();
+  if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
   if (type == "Strip") {
     return std::make_unique<StripNormalizer>(json.value("strip_left", true),
                                              json.value("strip_right", true));
@@ -188,8 +171,7 @@ std::unique_ptr<Normalizer> ParseNormalizer(const nlohmann::json &json,
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const nlohmann::json &step : json.at("normalizers")) {
-      if (auto parsed = ParseNormalizer(step, file))
-        steps.push_back(std::move(parsed));
+      if (auto parsed = ParseNormalizer(step, file)) steps.push_back(std::move(parsed));
     }
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
@@ -199,4 +181,4 @@ std::unique_ptr<Normalizer> ParseNormalizer(const nlohmann::json &json,
        file, type);
 }
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

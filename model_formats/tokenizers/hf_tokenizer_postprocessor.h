@@ -24,7 +24,6 @@ struct SpecialTemplate {
 // RobertaProcessing, BertProcessing) as one template; an empty one for JSON
 // null. Throws zinf::Error naming the component type and `file` for a type zinf
 // does not implement.
-SpecialTemplate ParsePostProcessor(const nlohmann::json &json,
-                                   const std::string &file);
+SpecialTemplate ParsePostProcessor(const nlohmann::json &json, const std::string &file);
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

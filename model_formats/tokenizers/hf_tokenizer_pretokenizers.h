@@ -22,7 +22,7 @@ struct Piece {
 // Splits and rewrites pieces before the model sees them. Immutable and
 // thread-safe once built.
 class PreTokenizer {
-public:
+ public:
   virtual ~PreTokenizer() = default;
   // Replaces `pieces` by their pre-tokens, in order; empty pre-tokens are
   // dropped.
@@ -39,9 +39,8 @@ std::unique_ptr<PreTokenizer> ParsePreTokenizer(const nlohmann::json &json,
 // back.
 struct ByteLevelAlphabet {
   std::array<std::string, 256> byte_to_text;
-  std::array<int, 512>
-      code_point_to_byte; // -1 where no byte maps; every image is < U+0200
+  std::array<int, 512> code_point_to_byte;  // -1 where no byte maps; every image is < U+0200
 };
 const ByteLevelAlphabet &GetByteLevelAlphabet();
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

@@ -16,7 +16,7 @@ namespace zinf::formats::hf {
 // threads (each call makes its own match data). The constructor throws
 // zinf::Error naming `what` when the pattern does not compile.
 class Regex {
-public:
+ public:
   enum class Syntax { kRegex, kLiteral };
   Regex(std::string_view pattern, Syntax syntax, const std::string &what);
   ~Regex();
@@ -28,10 +28,9 @@ public:
   // valid UTF-8 (not re-checked).
   std::vector<std::pair<size_t, size_t>> FindAll(std::string_view text) const;
   // `text` with every match replaced by `replacement` (taken literally).
-  std::string ReplaceAll(std::string_view text,
-                         std::string_view replacement) const;
+  std::string ReplaceAll(std::string_view text, std::string_view replacement) const;
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -39,14 +38,10 @@ private:
 // Length in bytes of the UTF-8 sequence that starts with `lead` (1 for stray
 // continuation bytes).
 inline size_t Utf8Length(unsigned char lead) {
-  if (lead < 0x80)
-    return 1;
-  if ((lead & 0xe0) == 0xc0)
-    return 2;
-  if ((lead & 0xf0) == 0xe0)
-    return 3;
-  if ((lead & 0xf8) == 0xf0)
-    return 4;
+  if (lead < 0x80) return 1;
+  if ((lead & 0xe0) == 0xc0) return 2;
+  if ((lead & 0xf0) == 0xe0) return 3;
+  if ((lead & 0xf8) == 0xf0) return 4;
   return 1;
 }
 
@@ -63,7 +58,6 @@ bool IsWordCharacter(char32_t code_point);
 // Rust's String::from_utf8_lossy and the WHATWG TextDecoder do).
 std::string Utf8Lossy(std::string_view bytes);
 // `text` with every occurrence of `from` replaced by `to`.
-std::string ReplaceAllLiteral(std::string_view text, std::string_view from,
-                              std::string_view to);
+std::string ReplaceAllLiteral(std::string_view text, std::string_view from, std::string_view to);
 
-} // namespace zinf::formats::hf
+}  // namespace zinf::formats::hf

@@ -36,9 +36,15 @@ class WireReader {
     if (!key) return std::nullopt;
     Field field{*key >> 3, std::nullopt};
     switch (*key & 7) {
-      case 0: if (!Varint()) return std::nullopt; break;
-      case 1: if (!Skip(8)) return std::nullopt; break;
-      case 5: if (!Skip(4)) return std::nullopt; break;
+      case 0:
+        if (!Varint()) return std::nullopt;
+        break;
+      case 1:
+        if (!Skip(8)) return std::nullopt;
+        break;
+      case 5:
+        if (!Skip(4)) return std::nullopt;
+        break;
       case 2: {
         const std::optional<uint64_t> length = Varint();
         if (!length || *length > bytes_.size() - at_) return std::nullopt;

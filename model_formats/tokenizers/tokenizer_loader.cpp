@@ -24,17 +24,20 @@ std::unique_ptr<Tokenizer> LoadHfJsonTokenizer(const std::string& tokenizer_json
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const Checkpoint& checkpoint) {
   if (!checkpoint.tokenizer) {
     Fail("checkpoint '{}' has no tokenizer: pass prompts as token ids, or re-convert from a "
-         "Hugging Face directory holding tokenizer.model", checkpoint.directory);
+         "Hugging Face directory holding tokenizer.model",
+         checkpoint.directory);
   }
   const TokenizerSpec& spec = *checkpoint.tokenizer;
   if (spec.kind != "sentencepiece" && spec.kind != "hf-json") {
     Fail("checkpoint '{}': tokenizer kind '{}' is not supported (sentencepiece or hf-json); pass "
-         "prompts as token ids", checkpoint.directory, spec.kind);
+         "prompts as token ids",
+         checkpoint.directory, spec.kind);
   }
   const std::filesystem::path path = std::filesystem::path(checkpoint.directory) / spec.file;
   if (!std::filesystem::exists(path)) {
     Fail("checkpoint '{}': {} tokenizer file '{}' is missing; copy {} from the original model "
-         "directory", checkpoint.directory, spec.kind, path.string(), spec.file);
+         "directory",
+         checkpoint.directory, spec.kind, path.string(), spec.file);
   }
   if (spec.kind == "hf-json") return LoadHfJsonTokenizer(path.string());
   return LoadSentencePieceTokenizer(path.string(), spec.add_bos, spec.add_eos);

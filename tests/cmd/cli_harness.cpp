@@ -75,8 +75,8 @@ CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin
 const std::string& ConvertedStories260KDir() {
   static const std::string dir = [] {
     const std::string out = MakeTempDir("cli-stories260K");
-    const CliResult result = RunZinf(
-        {"convert", std::string(ZINF_SOURCE_DIR) + "/models/stories260K", out, "--force"});
+    const CliResult result =
+        RunZinf({"convert", std::string(ZINF_SOURCE_DIR) + "/models/stories260K", out, "--force"});
     if (result.exit_code != 0) throw std::runtime_error("convert failed: " + result.err);
     return out;
   }();

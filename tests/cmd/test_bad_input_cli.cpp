@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
@@ -25,8 +25,8 @@ std::string CopyOfStories260K(const std::string& name) {
 
 CliResult Generate(const std::string& model, const std::string& prompts, const std::string& out,
                    std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"generate", "--model", model, "--prompts", prompts,
-                                   "--out", out, "--max-new-tokens", "8"};
+  std::vector<std::string> args = {
+      "generate", "--model", model, "--prompts", prompts, "--out", out, "--max-new-tokens", "8"};
   args.insert(args.end(), extra.begin(), extra.end());
   return RunZinf(args);
 }
@@ -98,23 +98,23 @@ TEST_CASE("a pickle checkpoint is refused with advice to use safetensors") {
 TEST_CASE("a corrupted layer extent is reported with its layer, in both weight modes") {
   const std::string dir = MakeTempDir("bad-checksum");
   fs::copy(ConvertedStories260KDir(), dir + "/model", fs::copy_options::recursive);
-  const nlohmann::json manifest =
-      nlohmann::json::parse(ReadFile(dir + "/model/manifest.json"));
+  const nlohmann::json manifest = nlohmann::json::parse(ReadFile(dir + "/model/manifest.json"));
   uint64_t layer2_offset = 0;
   for (const auto& extent : manifest["extents"]) {
     if (extent["name"] == "layer.2") layer2_offset = extent["offset"];
   }
   REQUIRE(layer2_offset > 0);
   {
-    std::fstream weights(dir + "/model/weights.bin", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream weights(dir + "/model/weights.bin",
+                         std::ios::in | std::ios::out | std::ios::binary);
     weights.seekp(static_cast<std::streamoff>(layer2_offset + 100));
     weights.put('\x5a');
   }
   WriteFile(dir + "/p.txt", "Once upon a time\n");
   for (const char* mode : {"resident", "stream"}) {
     INFO(mode);
-    const CliResult result =
-        Generate(dir + "/model", dir + "/p.txt", dir + "/o-" + mode + ".jsonl", {"--weights", mode});
+    const CliResult result = Generate(dir + "/model", dir + "/p.txt", dir + "/o-" + mode + ".jsonl",
+                                      {"--weights", mode});
     CHECK(result.exit_code != 0);
     CHECK(result.err.find("checksum") != std::string::npos);
     CHECK(result.err.find("layer.2") != std::string::npos);
@@ -123,10 +123,9 @@ TEST_CASE("a corrupted layer extent is reported with its layer, in both weight m
 
 TEST_CASE("a malformed JSONL line is named; --skip-bad-lines runs the others") {
   const std::string dir = MakeTempDir("bad-jsonl");
-  WriteFile(dir + "/p.jsonl",
-            "{\"id\": \"a\", \"prompt\": \"Once upon a time\"}\n"
-            "{\"id\": \"b\", \"prompt\": \"The sun\"\n"
-            "{\"id\": \"c\", \"prompt\": \"Tom was sad.\"}\n");
+  WriteFile(dir + "/p.jsonl", "{\"id\": \"a\", \"prompt\": \"Once upon a time\"}\n"
+                              "{\"id\": \"b\", \"prompt\": \"The sun\"\n"
+                              "{\"id\": \"c\", \"prompt\": \"Tom was sad.\"}\n");
   CliResult result = Generate(ConvertedStories260KDir(), dir + "/p.jsonl", dir + "/o.jsonl");
   CHECK(result.exit_code != 0);
   CHECK(result.err.find("p.jsonl:2") != std::string::npos);
@@ -144,7 +143,8 @@ TEST_CASE("invalid UTF-8 and over-long prompts fail alone; the other requests ru
   const std::string dir = MakeTempDir("bad-requests");
   std::string long_prompt;
   for (int i = 0; i < 200; ++i) long_prompt += "the cat sat on the mat. ";
-  WriteFile(dir + "/p.txt", "Once upon a time\ncaf\xc3\x28 bad bytes\n" + long_prompt + "\nThe sun\n");
+  WriteFile(dir + "/p.txt",
+            "Once upon a time\ncaf\xc3\x28 bad bytes\n" + long_prompt + "\nThe sun\n");
   const CliResult result = Generate(ConvertedStories260KDir(), dir + "/p.txt", dir + "/o.jsonl");
   INFO(result.err);
   CHECK(result.exit_code == 0);

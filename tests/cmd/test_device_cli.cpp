@@ -14,14 +14,16 @@ namespace {
 // generate on stories260K with a 4-token continuation of one prompt, its prompt file in dir.
 std::vector<std::string> GenerateArgs(const std::string& dir) {
   WriteFile(dir + "/prompts.txt", "Once upon a time\n");
-  return {"generate", "--model", ConvertedStories260KDir(), "--prompts", dir + "/prompts.txt",
-          "--max-new-tokens", "4"};
+  return {
+      "generate",         "--model", ConvertedStories260KDir(), "--prompts", dir + "/prompts.txt",
+      "--max-new-tokens", "4"};
 }
 
 // Runs `base` + `cuda_args` (a --device cuda configuration writing dir/name.jsonl): with a GPU it
 // must give the CPU backend's output; without one, an error that says why and offers --device cpu.
 void CheckCudaMatchesCpuOrExplains(const std::vector<std::string>& base, const std::string& dir,
-                                   const std::string& name, const std::vector<std::string>& cuda_args) {
+                                   const std::string& name,
+                                   const std::vector<std::string>& cuda_args) {
   std::vector<std::string> cuda = base;
   cuda.insert(cuda.end(), {"--out", dir + "/" + name + ".jsonl"});
   cuda.insert(cuda.end(), cuda_args.begin(), cuda_args.end());
@@ -49,7 +51,8 @@ TEST_CASE("generate --device: unknown names refused, cuda runs or explains itsel
   CHECK_THAT(bad.err, Contains("--device: 'tpu' is not one of cpu, cuda"));
 
   std::vector<std::string> compute = base;
-  compute.insert(compute.end(), {"--out", dir + "/c.jsonl", "--device", "cuda", "--gpu-compute", "fp8"});
+  compute.insert(compute.end(),
+                 {"--out", dir + "/c.jsonl", "--device", "cuda", "--gpu-compute", "fp8"});
   const CliResult bad_compute = RunZinf(compute);
   CHECK(bad_compute.exit_code != 0);
   CHECK_THAT(bad_compute.err, Contains("--gpu-compute: 'fp8' is not one of bf16, f32"));
@@ -74,8 +77,8 @@ TEST_CASE("generate --kv-offload: cpu needs --device cuda; with a GPU it gives t
   CHECK_THAT(bad_name.err, Contains("--kv-offload: 'disk' is not one of none, cpu"));
 
   // With a GPU the CPU's attention over the offloaded cache gives the CPU backend's tokens.
-  CheckCudaMatchesCpuOrExplains(base, dir, "offload",
-                                {"--device", "cuda", "--gpu-compute", "f32", "--kv-offload", "cpu"});
+  CheckCudaMatchesCpuOrExplains(
+      base, dir, "offload", {"--device", "cuda", "--gpu-compute", "f32", "--kv-offload", "cpu"});
 }
 
 }  // namespace zinf::testing

@@ -91,9 +91,8 @@ TEST_CASE("short reads and -EAGAIN are retried: the output equals a clean run's"
   }
 }
 
-TEST_CASE(
-    "-EIO stops the run naming the layer, keeps finished outputs, and "
-    "--resume completes") {
+TEST_CASE("-EIO stops the run naming the layer, keeps finished outputs, and "
+          "--resume completes") {
   const FaultRun run("fault-eio");
   const auto clean = run.Clean();
   SECTION("a streamed layer fails mid-run") {

@@ -4,12 +4,12 @@
 
 #include <fcntl.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <csignal>
 #include <map>
-#include <sys/wait.h>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
@@ -44,10 +44,9 @@ std::string MixedPromptFile(const std::string& dir) {
 TEST_CASE("generate writes one JSONL object per request with the documented fields") {
   const std::string dir = MakeTempDir("cli-generate");
   const std::string out = dir + "/out.jsonl";
-  const CliResult result =
-      RunZinf({"generate", "--model", ConvertedStories260KDir(), "--prompts",
-               MixedPromptFile(dir), "--out", out, "--max-new-tokens", "20", "--logprobs", "2",
-               "--metrics-json", dir + "/metrics.json"});
+  const CliResult result = RunZinf({"generate", "--model", ConvertedStories260KDir(), "--prompts",
+                                    MixedPromptFile(dir), "--out", out, "--max-new-tokens", "20",
+                                    "--logprobs", "2", "--metrics-json", dir + "/metrics.json"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   const auto by_id = ById(ReadFile(out));
@@ -72,9 +71,9 @@ TEST_CASE("outputs are identical across --weights, --prefetch-depth and --batch-
   const std::string dir = MakeTempDir("cli-parity");
   const std::string prompts = MixedPromptFile(dir);
   auto run = [&](std::vector<std::string> extra, const std::string& name) {
-    std::vector<std::string> args = {"generate", "--model", ConvertedStories260KDir(),
-                                     "--prompts", prompts, "--out", dir + "/" + name,
-                                     "--max-new-tokens", "24"};
+    std::vector<std::string> args = {
+        "generate", "--model",        ConvertedStories260KDir(), "--prompts", prompts,
+        "--out",    dir + "/" + name, "--max-new-tokens",        "24"};
     args.insert(args.end(), extra.begin(), extra.end());
     const CliResult result = RunZinf(args);
     INFO(result.err);
@@ -97,10 +96,14 @@ TEST_CASE("outputs are identical across --weights, --prefetch-depth and --batch-
 
 TEST_CASE("JSONL prompts carry per-request settings and prompt_ids") {
   const std::string dir = MakeTempDir("cli-jsonl");
-  WriteFile(dir + "/p.jsonl",
-            R"({"id": "ids", "prompt_ids": [1, 403, 407, 261, 378], "max_new_tokens": 4})" "\n"
-            R"({"id": "stop", "prompt": "Once upon a time", "stop": ["Lily"]})" "\n"
-            R"({"id": "sampled", "prompt": "Once upon a time", "temperature": 1.0, "seed": 3, "max_new_tokens": 6})" "\n");
+  WriteFile(
+      dir + "/p.jsonl",
+      R"({"id": "ids", "prompt_ids": [1, 403, 407, 261, 378], "max_new_tokens": 4})"
+      "\n"
+      R"({"id": "stop", "prompt": "Once upon a time", "stop": ["Lily"]})"
+      "\n"
+      R"({"id": "sampled", "prompt": "Once upon a time", "temperature": 1.0, "seed": 3, "max_new_tokens": 6})"
+      "\n");
   const CliResult result = RunZinf({"generate", "--model", ConvertedStories260KDir(), "--prompts",
                                     dir + "/p.jsonl", "--out", dir + "/o.jsonl"});
   INFO(result.err);
@@ -113,17 +116,21 @@ TEST_CASE("JSONL prompts carry per-request settings and prompt_ids") {
 }
 
 TEST_CASE("tokenize and detokenize round-trip through JSONL") {
-  const CliResult tokens = RunZinf({"tokenize", "--model", ConvertedStories260KDir()},
-                                   "{\"text\": \"Once upon a time\"}\n{\"text\": \"Hello\\nworld\"}\n");
+  const CliResult tokens =
+      RunZinf({"tokenize", "--model", ConvertedStories260KDir()},
+              "{\"text\": \"Once upon a time\"}\n{\"text\": \"Hello\\nworld\"}\n");
   INFO(tokens.err);
   REQUIRE(tokens.exit_code == 0);
   const std::vector<std::string> lines = Lines(tokens.out);
   REQUIRE(lines.size() == 2);
   CHECK(nlohmann::json::parse(lines[0])["ids"] == nlohmann::json({1, 403, 407, 261, 378}));
-  CHECK(nlohmann::json::parse(lines[1])["ids"] == nlohmann::json({1, 346, 306, 414, 13, 424, 304, 341}));
-  const CliResult no_special = RunZinf({"tokenize", "--model", ConvertedStories260KDir(),
-                                        "--no-special"}, "{\"text\": \"Once upon a time\"}\n");
-  CHECK(nlohmann::json::parse(Lines(no_special.out)[0])["ids"] == nlohmann::json({403, 407, 261, 378}));
+  CHECK(nlohmann::json::parse(lines[1])["ids"] ==
+        nlohmann::json({1, 346, 306, 414, 13, 424, 304, 341}));
+  const CliResult no_special =
+      RunZinf({"tokenize", "--model", ConvertedStories260KDir(), "--no-special"},
+              "{\"text\": \"Once upon a time\"}\n");
+  CHECK(nlohmann::json::parse(Lines(no_special.out)[0])["ids"] ==
+        nlohmann::json({403, 407, 261, 378}));
   const CliResult text = RunZinf({"detokenize", "--model", ConvertedStories260KDir()},
                                  "{\"ids\": [1, 403, 407, 261, 378]}\n");
   REQUIRE(text.exit_code == 0);
@@ -131,8 +138,8 @@ TEST_CASE("tokenize and detokenize round-trip through JSONL") {
 }
 
 TEST_CASE("random Llama-with-biases and OPT checkpoints run through convert and generate") {
-  for (const auto& [name, spec] : {std::pair{"llama-bias", LlamaWithBiasSpec()},
-                                   std::pair{"opt", OptSpec()}}) {
+  for (const auto& [name, spec] :
+       {std::pair{"llama-bias", LlamaWithBiasSpec()}, std::pair{"opt", OptSpec()}}) {
     INFO(name);
     const std::string dir = MakeTempDir(std::string("cli-random-") + name);
     WriteRandomHfCheckpoint(dir + "/hf", spec);
@@ -140,9 +147,9 @@ TEST_CASE("random Llama-with-biases and OPT checkpoints run through convert and 
     INFO(convert.err);
     REQUIRE(convert.exit_code == 0);
     WriteFile(dir + "/p.txt", "Once upon a time\nThe cat\n");
-    const CliResult generate = RunZinf({"generate", "--model", dir + "/zinf", "--prompts",
-                                        dir + "/p.txt", "--out", dir + "/o.jsonl",
-                                        "--max-new-tokens", "8", "--ignore-eos"});
+    const CliResult generate =
+        RunZinf({"generate", "--model", dir + "/zinf", "--prompts", dir + "/p.txt", "--out",
+                 dir + "/o.jsonl", "--max-new-tokens", "8", "--ignore-eos"});
     INFO(generate.err);
     REQUIRE(generate.exit_code == 0);
     const auto by_id = ById(ReadFile(dir + "/o.jsonl"));
@@ -154,12 +161,23 @@ TEST_CASE("random Llama-with-biases and OPT checkpoints run through convert and 
 TEST_CASE("Ctrl-C keeps finished outputs intact and --resume completes the job") {
   const std::string dir = MakeTempDir("cli-interrupt");
   std::string prompts;
-  for (int i = 0; i < 60; ++i) prompts += "Story number " + std::to_string(i) + " begins: once upon a time\n";
+  for (int i = 0; i < 60; ++i)
+    prompts += "Story number " + std::to_string(i) + " begins: once upon a time\n";
   WriteFile(dir + "/p.txt", prompts);
-  const std::vector<std::string> base = {"generate", "--model", ConvertedStories260KDir(),
-                                         "--prompts", dir + "/p.txt", "--max-new-tokens", "150",
-                                         "--batch-size", "2", "--weights", "stream",
-                                         "--ignore-eos", "--threads", "1"};
+  const std::vector<std::string> base = {"generate",
+                                         "--model",
+                                         ConvertedStories260KDir(),
+                                         "--prompts",
+                                         dir + "/p.txt",
+                                         "--max-new-tokens",
+                                         "150",
+                                         "--batch-size",
+                                         "2",
+                                         "--weights",
+                                         "stream",
+                                         "--ignore-eos",
+                                         "--threads",
+                                         "1"};
   auto with_out = [&](const std::string& out, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = base;
     args.push_back("--out");

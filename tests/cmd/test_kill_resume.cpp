@@ -11,9 +11,8 @@
 
 namespace zinf::testing {
 
-TEST_CASE(
-    "generate survives 10 random SIGKILLs with --resume: every request "
-    "once, as uninterrupted") {
+TEST_CASE("generate survives 10 random SIGKILLs with --resume: every request "
+          "once, as uninterrupted") {
   const std::string dir = MakeTempDir("kill-resume");
   const std::string log = dir + "/log.txt";
   // Fewer, shorter requests than the bench so the test takes seconds; the kill moments still fall

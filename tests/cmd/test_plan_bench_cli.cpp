@@ -17,8 +17,8 @@ TEST_CASE("zinf plan explains every shipped config under a small and a large DRA
     for (const char* budget : {"24G", "128G"}) {
       INFO(entry.path().filename().string() << " with --cpu-mem " << budget);
       const CliResult result =
-          RunZinf({"plan", "--config", entry.path().string(), "--cpu-mem", budget,
-                   "--batch-size", "1", "--max-context", "512", "--disk-gbps", "3"});
+          RunZinf({"plan", "--config", entry.path().string(), "--cpu-mem", budget, "--batch-size",
+                   "1", "--max-context", "512", "--disk-gbps", "3"});
       INFO(result.err);
       REQUIRE(result.exit_code == 0);
       CHECK(result.out.find("predicted") != std::string::npos);
@@ -26,8 +26,8 @@ TEST_CASE("zinf plan explains every shipped config under a small and a large DRA
     }
   }
   // The 405B model's layers are larger than a 2 GiB budget: the error shows the numbers.
-  const CliResult too_small = RunZinf(
-      {"plan", "--config", configs + "/llama-3.1-405b.json", "--cpu-mem", "2G"});
+  const CliResult too_small =
+      RunZinf({"plan", "--config", configs + "/llama-3.1-405b.json", "--cpu-mem", "2G"});
   CHECK(too_small.exit_code != 0);
   CHECK(too_small.err.find("too small") != std::string::npos);
   CHECK(too_small.err.find("GiB") != std::string::npos);
@@ -40,8 +40,8 @@ TEST_CASE("zinf plan --device cuda plans every shipped config on two GPU machine
     for (const auto& [gpu, cpu] : {std::pair{"80G", "24G"}, std::pair{"16G", "128G"}}) {
       INFO(entry.path().filename().string() << " on " << gpu << " GPU + " << cpu << " DRAM");
       const CliResult result =
-          RunZinf({"plan", "--config", entry.path().string(), "--device", "cuda", "--gpu-mem",
-                   gpu, "--cpu-mem", cpu, "--batch-size", "auto", "--max-context", "1024"});
+          RunZinf({"plan", "--config", entry.path().string(), "--device", "cuda", "--gpu-mem", gpu,
+                   "--cpu-mem", cpu, "--batch-size", "auto", "--max-context", "1024"});
       INFO(result.err);
       REQUIRE(result.exit_code == 0);
       CHECK(result.out.find("(auto)") != std::string::npos);
@@ -49,8 +49,8 @@ TEST_CASE("zinf plan --device cuda plans every shipped config on two GPU machine
       CHECK(result.out.find("-bound") != std::string::npos);
     }
   }
-  const CliResult no_budget = RunZinf({"plan", "--config", configs + "/opt-30b.json", "--device",
-                                       "cuda"});
+  const CliResult no_budget =
+      RunZinf({"plan", "--config", configs + "/opt-30b.json", "--device", "cuda"});
   CHECK(no_budget.exit_code != 0);
   CHECK(no_budget.err.find("--device cuda needs --gpu-mem") != std::string::npos);
 }
@@ -59,9 +59,9 @@ TEST_CASE("zinf plan --kv-dtype int8 plans with a quarter of the KV cache") {
   // llama-110m in f32, batch 8 × 629 positions: an f32 KV cache (354 MiB) leaves 400 MiB too
   // small; an int8 one (94 MiB) fits.
   const std::string config = std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json";
-  const std::vector<std::string> common = {"plan", "--config", config, "--dtype", "f32",
-                                           "--cpu-mem", "400M", "--batch-size", "8",
-                                           "--max-context", "629", "--disk-gbps", "2"};
+  const std::vector<std::string> common = {
+      "plan",         "--config", config,          "--dtype", "f32",         "--cpu-mem", "400M",
+      "--batch-size", "8",        "--max-context", "629",     "--disk-gbps", "2"};
   std::vector<std::string> f32 = common, int8 = common, bad = common;
   f32.insert(f32.end(), {"--kv-dtype", "f32"});
   int8.insert(int8.end(), {"--kv-dtype", "int8"});
@@ -88,9 +88,9 @@ TEST_CASE("zinf plan on a model that fits says offload is pointless") {
 TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   const std::string cache = MakeTempDir("calibration-cache");
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
-  const CliResult calibrate = RunZinf(
-      {"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "1"}, "",
-      with_cache);
+  const CliResult calibrate =
+      RunZinf({"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "1"},
+              "", with_cache);
   INFO(calibrate.err);
   REQUIRE(calibrate.exit_code == 0);
   const nlohmann::json rates = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
@@ -105,10 +105,10 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
 
 TEST_CASE("zinf bench writes a table, CSV, JSON and a plot") {
   const std::string dir = MakeTempDir("bench-cli");
-  const CliResult result = RunZinf(
-      {"bench", "--model", ConvertedStories260KDir(), "--batch-size", "1,3", "--prompt-len", "8",
-       "--gen-len", "4", "--weights", "resident,stream", "--repeat", "2", "--csv",
-       dir + "/b.csv", "--json", dir + "/b.json", "--plot", dir + "/b.svg"});
+  const CliResult result =
+      RunZinf({"bench", "--model", ConvertedStories260KDir(), "--batch-size", "1,3", "--prompt-len",
+               "8", "--gen-len", "4", "--weights", "resident,stream", "--repeat", "2", "--csv",
+               dir + "/b.csv", "--json", dir + "/b.json", "--plot", dir + "/b.svg"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(Lines(result.out).size() == 2 + 4);  // header, rule, 2 placements × 2 batch sizes
@@ -120,7 +120,7 @@ TEST_CASE("zinf bench writes a table, CSV, JSON and a plot") {
     CHECK(row["repeats"] == 2);
   }
   CHECK(rows[2]["weights"] == "stream");
-  CHECK(rows[2]["disk_gbps"]["mean"].get<double>() > 0);  // streaming reads the file every step
+  CHECK(rows[2]["disk_gbps"]["mean"].get<double>() > 0);   // streaming reads the file every step
   CHECK(rows[0]["disk_gbps"]["mean"].get<double>() == 0);  // resident does not
   CHECK(ReadFile(dir + "/b.svg").find("<svg") == 0);
 }

@@ -30,16 +30,18 @@ TEST_CASE("zinf plan and zinf generate choose the same placement, batch and pref
     std::string shown;
     for (const std::string& flag : flags) shown += " " + flag;
     INFO("flags:" << shown);
-    std::vector<std::string> plan_args = {"plan", "--model", ConvertedStories260KDir(), "--prompts",
-                                          prompts, "--json", dir + "/plan.json"};
+    std::vector<std::string> plan_args = {
+        "plan",  "--model", ConvertedStories260KDir(), "--prompts",
+        prompts, "--json",  dir + "/plan.json"};
     plan_args.insert(plan_args.end(), flags.begin(), flags.end());
     const CliResult planned = RunZinf(plan_args);
     INFO(planned.err);
     REQUIRE(planned.exit_code == 0);
 
     std::vector<std::string> generate_args = {
-        "generate", "--model", ConvertedStories260KDir(), "--prompts", prompts, "--out",
-        dir + "/out.jsonl", "--max-new-tokens", "4", "--metrics-json", dir + "/metrics.json"};
+        "generate", "--model",        ConvertedStories260KDir(), "--prompts",
+        prompts,    "--out",          dir + "/out.jsonl",        "--max-new-tokens",
+        "4",        "--metrics-json", dir + "/metrics.json"};
     generate_args.insert(generate_args.end(), flags.begin(), flags.end());
     std::remove((dir + "/out.jsonl").c_str());
     const CliResult generated = RunZinf(generate_args);

@@ -159,12 +159,11 @@ TEST_CASE("malformed jsonl lines are errors naming file and line", "[prompts]") 
 }
 
 TEST_CASE("skip_bad_lines drops bad lines and keeps the rest", "[prompts]") {
-  const std::string content =
-      "{\"prompt\": \"one\"}\n"
-      "not json\n"
-      "{\"prompt\": \"three\", \"bogus\": 1}\n"
-      "{\"prompt\": \"four\", \"id\": \"1\"}\n"
-      "{\"prompt\": \"five\"}\n";
+  const std::string content = "{\"prompt\": \"one\"}\n"
+                              "not json\n"
+                              "{\"prompt\": \"three\", \"bogus\": 1}\n"
+                              "{\"prompt\": \"four\", \"id\": \"1\"}\n"
+                              "{\"prompt\": \"five\"}\n";
   CHECK_THROWS_AS(ParsePrompts(content, "p.jsonl", PromptFileFormat::kJsonl), Error);
   const auto entries =
       ParsePrompts(content, "p.jsonl", PromptFileFormat::kJsonl, {.skip_bad_lines = true});
@@ -185,10 +184,10 @@ TEST_CASE("invalid UTF-8 flags the entry, not the file", "[prompts]") {
     CHECK(entries[3].error.empty());
   }
   SECTION("jsonl") {
-    const auto entries = ParsePrompts(
-        "{\"prompt\": \"ok\"}\n{\"id\": \"b\", \"prompt\": \"x\xFFy\"}\n{\"prompt\": "
-        "\"\xF0\x9F\x98\x80\"}\n",
-        "p.jsonl", PromptFileFormat::kJsonl);
+    const auto entries =
+        ParsePrompts("{\"prompt\": \"ok\"}\n{\"id\": \"b\", \"prompt\": \"x\xFFy\"}\n{\"prompt\": "
+                     "\"\xF0\x9F\x98\x80\"}\n",
+                     "p.jsonl", PromptFileFormat::kJsonl);
     REQUIRE(entries.size() == 3);
     CHECK(entries[0].error.empty());
     CHECK(entries[1].id == "b");
@@ -208,9 +207,8 @@ TEST_CASE("the UTF-8 validator is strict", "[prompts]") {
   CHECK(FirstInvalidUtf8("ok\xE2\x82") == 2);                             // truncated
   CHECK(FirstInvalidUtf8("\x80") == 0);                                   // lone continuation
   CHECK(ReplaceInvalidUtf8("a\xFF"
-                           "b") ==
-        "a\xEF\xBF\xBD"
-        "b");
+                           "b") == "a\xEF\xBF\xBD"
+                                   "b");
 }
 
 TEST_CASE("a missing prompt file names the path and the reason", "[prompts]") {
@@ -295,10 +293,11 @@ TEST_CASE("out-of-range numbers and deep nesting are bad lines, named and skippa
   const std::string deep = "{\"id\": \"d\", \"prompt\": " + std::string(300000, '[') + "}";
   const std::string content = "{\"id\": \"a\", \"prompt\": \"hi\", \"temperature\": 1e400}\n" +
                               deep + "\n{\"id\": \"b\", \"prompt\": \"ok\"}\n";
-  CHECK_THROWS_WITH(zinf::cli::ParsePrompts(content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl),
-                    Catch::Contains("p.jsonl:1") && Catch::Contains("not valid JSON"));
-  const auto entries = zinf::cli::ParsePrompts(content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl,
-                                               zinf::cli::PromptFileOptions{true});
+  CHECK_THROWS_WITH(
+      zinf::cli::ParsePrompts(content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl),
+      Catch::Contains("p.jsonl:1") && Catch::Contains("not valid JSON"));
+  const auto entries = zinf::cli::ParsePrompts(
+      content, "p.jsonl", zinf::cli::PromptFileFormat::kJsonl, zinf::cli::PromptFileOptions{true});
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].id == "b");
 }

@@ -23,9 +23,9 @@ TEST_CASE("convert --dtype int4 then generate and perplexity from the quantized 
                                      "--group-size", "32", "--keep-float", "head"});
   REQUIRE(convert.exit_code == 0);
   WriteFile(dir + "/prompts.txt", "Once upon a time\nThe dog\n");
-  const CliResult generate = RunZinf({"generate", "--model", dir + "/q4", "--prompts",
-                                      dir + "/prompts.txt", "--out", dir + "/out.jsonl",
-                                      "--max-new-tokens", "8", "--kv-dtype", "int8"});
+  const CliResult generate =
+      RunZinf({"generate", "--model", dir + "/q4", "--prompts", dir + "/prompts.txt", "--out",
+               dir + "/out.jsonl", "--max-new-tokens", "8", "--kv-dtype", "int8"});
   REQUIRE(generate.exit_code == 0);
   CHECK_THAT(generate.err, Contains("int4-g32 (f32 norms)"));
   CHECK(Lines(ReadFile(dir + "/out.jsonl")).size() == 2);
@@ -46,16 +46,16 @@ TEST_CASE("convert --dtype int4 then generate and perplexity from the quantized 
 
 TEST_CASE("quantization options that cannot work are refused with the option named") {
   const std::string dir = MakeTempDir("cli-quant-bad");
-  const CliResult group = RunZinf({"convert", kStories, dir + "/a", "--dtype", "int4",
-                                   "--group-size", "48"});
+  const CliResult group =
+      RunZinf({"convert", kStories, dir + "/a", "--dtype", "int4", "--group-size", "48"});
   CHECK(group.exit_code != 0);
   CHECK_THAT(group.err, Contains("--group-size: 48 is not supported for int4"));
-  const CliResult keep = RunZinf({"convert", kStories, dir + "/b", "--dtype", "int8",
-                                  "--keep-float", "ffn_norm"});
+  const CliResult keep =
+      RunZinf({"convert", kStories, dir + "/b", "--dtype", "int8", "--keep-float", "ffn_norm"});
   CHECK(keep.exit_code != 0);
   CHECK_THAT(keep.err, Contains("--keep-float: 'ffn_norm' is not a weight matrix"));
-  const CliResult kv = RunZinf({"perplexity", "--model", ConvertedStories260KDir(), "--text",
-                                kText, "--kv-dtype", "int2"});
+  const CliResult kv = RunZinf(
+      {"perplexity", "--model", ConvertedStories260KDir(), "--text", kText, "--kv-dtype", "int2"});
   CHECK(kv.exit_code != 0);
   CHECK_THAT(kv.err, Contains("--kv-dtype: 'int2' is not one of f32, int8"));
 }

@@ -43,9 +43,8 @@ std::vector<std::string> GenerateArgs(const std::string& prompts, const std::str
 
 std::string FivePrompts(const std::string& dir) {
   const std::string path = dir + "/p.txt";
-  WriteFile(path,
-            "Once upon a time\nThe sun\nTom was sad.\nLily had a red "
-            "ball\nThe dog ran\n");
+  WriteFile(path, "Once upon a time\nThe sun\nTom was sad.\nLily had a red "
+                  "ball\nThe dog ran\n");
   return path;
 }
 
@@ -64,9 +63,8 @@ TEST_CASE("a full disk is a clear error naming the output file") {
   CHECK(result.err.find(std::strerror(ENOSPC)) != std::string::npos);
 }
 
-TEST_CASE(
-    "a file-size limit mid-run keeps every finished line whole, and "
-    "--resume completes") {
+TEST_CASE("a file-size limit mid-run keeps every finished line whole, and "
+          "--resume completes") {
   const std::string dir = MakeTempDir("limits-fsize");
   const std::string prompts = FivePrompts(dir);
   const CliResult clean = RunZinf(GenerateArgs(prompts, dir + "/clean.jsonl"));
@@ -107,9 +105,8 @@ TEST_CASE("a read-only output directory fails before the model is even read") {
     // Root ignores directory permissions; sysfs refuses new files even to root.
     out_dir = "/sys";
     if (::access("/sys/kernel", F_OK) != 0) {
-      WARN(
-          "running as root without /sys: no unwritable directory to test "
-          "with; skipped");
+      WARN("running as root without /sys: no unwritable directory to test "
+           "with; skipped");
       return;
     }
   }
@@ -124,16 +121,14 @@ TEST_CASE("a read-only output directory fails before the model is even read") {
   chmod((dir + "/readonly").c_str(), 0755);
 }
 
-TEST_CASE(
-    "a 1 MB prompt fails alone, quickly, with a clear message; the "
-    "others run") {
+TEST_CASE("a 1 MB prompt fails alone, quickly, with a clear message; the "
+          "others run") {
   const std::string dir = MakeTempDir("limits-1mb");
   std::string huge;
   while (huge.size() < (1u << 20)) huge += "the cat sat on the mat. ";
   const nlohmann::json huge_line = {{"id", "huge"}, {"prompt", huge}};
-  WriteFile(dir + "/small.jsonl",
-            "{\"id\": \"a\", \"prompt\": \"Once upon a time\"}\n"
-            "{\"id\": \"b\", \"prompt\": \"The sun\"}\n");
+  WriteFile(dir + "/small.jsonl", "{\"id\": \"a\", \"prompt\": \"Once upon a time\"}\n"
+                                  "{\"id\": \"b\", \"prompt\": \"The sun\"}\n");
   WriteFile(dir + "/p.jsonl", ReadFile(dir + "/small.jsonl") + huge_line.dump() + "\n");
   const CliResult small = RunZinf(GenerateArgs(dir + "/small.jsonl", dir + "/small-out.jsonl"));
   REQUIRE(small.exit_code == 0);
@@ -155,9 +150,8 @@ TEST_CASE(
   CHECK(seconds < 30);  // tokenizing 1 MiB takes well under a second: this catches O(n^2)
 }
 
-TEST_CASE(
-    "a line that turns malformed mid-run: in-flight requests finish, "
-    "then a clear error") {
+TEST_CASE("a line that turns malformed mid-run: in-flight requests finish, "
+          "then a clear error") {
   // The prompt file is checked before any work, then streamed; a line appended meanwhile is only
   // seen by the stream. The run takes no more requests, finishes those in flight, writes them, and
   // fails naming the line; after the line is fixed, --resume completes the job.

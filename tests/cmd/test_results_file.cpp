@@ -132,16 +132,14 @@ TEST_CASE("an existing non-empty file is never overwritten without --resume", "[
 
 TEST_CASE("resume drops a torn final line and reports done ids", "[output]") {
   TempPath path;
-  path.Write(
-      "{\"id\":\"a\",\"text\":\"x\",\"finish_reason\":\"length\"}\n"
-      "{\"id\":\"3\",\"error\":\"too long\",\"finish_reason\":\"error\"}\n"
-      "{\"id\":\"c\",\"text\":\"hal");
+  path.Write("{\"id\":\"a\",\"text\":\"x\",\"finish_reason\":\"length\"}\n"
+             "{\"id\":\"3\",\"error\":\"too long\",\"finish_reason\":\"error\"}\n"
+             "{\"id\":\"c\",\"text\":\"hal");
   {
     ResultsFile out(path.str(), /*resume=*/true);
     CHECK(out.done_ids() == std::unordered_set<std::string>{"a", "3"});
-    CHECK(path.Read() ==
-          "{\"id\":\"a\",\"text\":\"x\",\"finish_reason\":\"length\"}\n"
-          "{\"id\":\"3\",\"error\":\"too long\",\"finish_reason\":\"error\"}\n");
+    CHECK(path.Read() == "{\"id\":\"a\",\"text\":\"x\",\"finish_reason\":\"length\"}\n"
+                         "{\"id\":\"3\",\"error\":\"too long\",\"finish_reason\":\"error\"}\n");
     out.Append(MakeCompletion("c", "half and the rest"));
   }
   const auto lines = path.Lines();

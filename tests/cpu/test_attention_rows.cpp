@@ -49,7 +49,8 @@ TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit", 
         CHECK(std::memcmp(portable.data(), avx2.data(), num_keys * sizeof(float)) == 0);
         if (!int8_cache) {
           double exact = 0;
-          for (int d = 0; d < head_dim; ++d) exact += double{query[d]} * f32[row_stride * (num_keys - 1) + kv_head * head_dim + d];
+          for (int d = 0; d < head_dim; ++d)
+            exact += double{query[d]} * f32[row_stride * (num_keys - 1) + kv_head * head_dim + d];
           CHECK(portable[num_keys - 1] == Approx(exact * 0.125).epsilon(1e-4).margin(1e-5));
         }
         std::vector<float> out_portable(head_dim), out_avx2(head_dim, -1.0f);
@@ -107,7 +108,8 @@ TEST_CASE("softmax: AVX2 gives the portable bits, with NaN, infinite and zero sc
   CheckSoftmaxLevel(cpu::CpuIsa::kAvx2);
 }
 
-TEST_CASE("softmax: AVX-512 gives the portable bits, with NaN, infinite and zero scores", "[avx512]") {
+TEST_CASE("softmax: AVX-512 gives the portable bits, with NaN, infinite and zero scores",
+          "[avx512]") {
   CheckSoftmaxLevel(cpu::CpuIsa::kAvx512);
 }
 
@@ -235,10 +237,14 @@ void CheckHeadBlocksLevel(cpu::CpuIsa isa) {
         cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
         // Six decode tokens (enough blocks to group), with a prefill chunk among them; then a
         // lone decode token (too few blocks: head by head).
-        const std::vector<SequenceChunk> batches[] = {
-            {{0, 0, 1, 0}, {1, 4, 1, 1}, {0, 9, 3, 2}, {1, 31, 1, 5}, {0, 64, 1, 6},
-             {1, 70, 1, 7}, {0, 99, 1, 8}},
-            {{1, 57, 1, 0}}};
+        const std::vector<SequenceChunk> batches[] = {{{0, 0, 1, 0},
+                                                       {1, 4, 1, 1},
+                                                       {0, 9, 3, 2},
+                                                       {1, 31, 1, 5},
+                                                       {0, 64, 1, 6},
+                                                       {1, 70, 1, 7},
+                                                       {0, 99, 1, 8}},
+                                                      {{1, 57, 1, 0}}};
         for (const std::vector<SequenceChunk>& chunks : batches) {
           INFO("group " << group << " head_dim " << head_dim << " int8 " << int8 << ", "
                         << chunks.size() << " chunks");

@@ -21,20 +21,25 @@ namespace zinf {
 namespace {
 
 std::vector<float> ExpInputs() {
-  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -87.0f, -86.99f, 88.0f, 87.99f, -1000.0f,
-                          1000.0f, 1e-20f, -1e-20f, std::numeric_limits<float>::denorm_min()};
+  std::vector<float> x = {
+      0.0f,  -0.0f,  1.0f,     -1.0f,   0.5f,   -87.0f,  -86.99f,
+      88.0f, 87.99f, -1000.0f, 1000.0f, 1e-20f, -1e-20f, std::numeric_limits<float>::denorm_min()};
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> wide(-100.0f, 100.0f), narrow(-4.0f, 4.0f);
   for (int i = 0; i < 4000; ++i) x.push_back(i % 2 ? wide(rng) : narrow(rng));
   return x;
 }
 
-__attribute__((target("avx2,fma"))) void Exp8Of(const std::vector<float>& x, std::vector<float>& out) {
-  for (size_t i = 0; i + 8 <= x.size(); i += 8) _mm256_storeu_ps(&out[i], cpu::Exp8(_mm256_loadu_ps(&x[i])));
+__attribute__((target("avx2,fma"))) void Exp8Of(const std::vector<float>& x,
+                                                std::vector<float>& out) {
+  for (size_t i = 0; i + 8 <= x.size(); i += 8)
+    _mm256_storeu_ps(&out[i], cpu::Exp8(_mm256_loadu_ps(&x[i])));
 }
 
-__attribute__((target("avx512f,avx2,fma"))) void Exp16Of(const std::vector<float>& x, std::vector<float>& out) {
-  for (size_t i = 0; i + 16 <= x.size(); i += 16) _mm512_storeu_ps(&out[i], cpu::Exp16(_mm512_loadu_ps(&x[i])));
+__attribute__((target("avx512f,avx2,fma"))) void Exp16Of(const std::vector<float>& x,
+                                                         std::vector<float>& out) {
+  for (size_t i = 0; i + 16 <= x.size(); i += 16)
+    _mm512_storeu_ps(&out[i], cpu::Exp16(_mm512_loadu_ps(&x[i])));
 }
 
 }  // namespace

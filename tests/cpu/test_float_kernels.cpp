@@ -72,8 +72,8 @@ void CheckMatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
   ForEachMatMulCase([isa](const MatMulCase& c) {
     std::vector<float> fast(c.tokens * c.rows, -1.0f);
-    cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows, 0,
-                    5, isa);
+    cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows, 0, 5,
+                    isa);
     cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows, 5,
                     c.rows, isa);
     INFO(DTypeName(c.dtype) << " cols " << c.cols << " tokens " << c.tokens << " level "
@@ -90,7 +90,8 @@ TEST_CASE("float matmul: the portable kernel agrees with a float64 product") {
     for (int64_t t = 0; t < c.tokens; ++t) {
       for (int64_t r = 0; r < c.rows; ++r) {
         double exact = c.bias_values[r];
-        for (int64_t k = 0; k < c.cols; ++k) exact += double{c.x[t * c.x_stride + k]} * c.w.f32[r * c.cols + k];
+        for (int64_t k = 0; k < c.cols; ++k)
+          exact += double{c.x[t * c.x_stride + k]} * c.w.f32[r * c.cols + k];
         CHECK(c.portable[t * c.rows + r] == Approx(exact).epsilon(1e-4).margin(1e-4));
       }
     }
@@ -105,7 +106,8 @@ TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit"
   CheckMatMulLevel(cpu::CpuIsa::kAvx512);
 }
 
-TEST_CASE("cpu::CpuBackend::MatMuls equals one MatMul per projection, also after x changes in place") {
+TEST_CASE(
+    "cpu::CpuBackend::MatMuls equals one MatMul per projection, also after x changes in place") {
   cpu::CpuBackend backend(2);
   const int64_t tokens = 13, cols = 64;
   const int64_t rows[] = {24, 16, 16};
@@ -117,8 +119,9 @@ TEST_CASE("cpu::CpuBackend::MatMuls equals one MatMul per projection, also after
     shared.push_back(backend.AllocateActivation(tokens, rows[i]));
     single.push_back(backend.AllocateActivation(tokens, rows[i]));
   }
-  const std::vector<Backend::Projection> projections = {
-      {weights[0].weight, {}, shared[0]}, {weights[1].weight, {}, shared[1]}, {weights[2].weight, {}, shared[2]}};
+  const std::vector<Backend::Projection> projections = {{weights[0].weight, {}, shared[0]},
+                                                        {weights[1].weight, {}, shared[1]},
+                                                        {weights[2].weight, {}, shared[2]}};
   for (uint32_t round = 0; round < 2; ++round) {  // the second round reuses x's memory
     const std::vector<float> values = RandomValues(tokens * cols, 70 + round);
     std::memcpy(x.data, values.data(), values.size() * sizeof(float));

@@ -57,7 +57,8 @@ TEST_CASE("int8 rows round-trip within half a step of their scale") {
     for (int64_t r = 0; r < 3; ++r) {
       DequantizeRow(q.weight, r, row.data());
       float max_abs = 0;
-      for (int64_t c = 0; c < cols; ++c) max_abs = std::max(max_abs, std::fabs(values[r * cols + c]));
+      for (int64_t c = 0; c < cols; ++c)
+        max_abs = std::max(max_abs, std::fabs(values[r * cols + c]));
       for (int64_t c = 0; c < cols; ++c) {
         INFO("cols " << cols << " row " << r << " col " << c);
         CHECK(std::fabs(row[c] - values[r * cols + c]) <= max_abs / 127.0f * 0.5001f);
@@ -232,7 +233,8 @@ TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's 
       INFO("cols " << cols << " seed " << seed);
       CHECK(portable == avx2);
       CHECK(std::memcmp(portable_scales.data(), avx2_scales.data(), blocks * sizeof(float)) == 0);
-      if ((seed == 1 || seed == 2) && cols > 40) CHECK(std::isnan(portable_scales[1]));  // NaN, −inf
+      if ((seed == 1 || seed == 2) && cols > 40)
+        CHECK(std::isnan(portable_scales[1]));  // NaN, −inf
       if (seed == 2 && cols >= 96) CHECK(portable_scales[2] == 0.0f);
     }
   }
@@ -268,8 +270,8 @@ void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
         // Rows split as a thread pool would.
         cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
                                  split, isa);
-        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                 split, rows, isa);
+        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, split,
+                                 rows, isa);
         INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
                                   << split);
         CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
@@ -310,17 +312,17 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
           std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
           x[tokens * cols - 1] = -50.0f;
           std::vector<float> portable(tokens * rows);
-          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows,
-                                   0, rows, cpu::CpuIsa::kPortable);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
+                                   rows, cpu::CpuIsa::kPortable);
           for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
             std::vector<float> vector(tokens * rows, -1.0f);
-            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                     0, split, isa);
+            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
+                                     split, isa);
             cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
                                      split, rows, isa);
-            INFO(cpu::CpuIsaName(isa) << " group " << group_size << " cols " << cols << " tokens "
-                                      << tokens << " split " << split << " bias "
-                                      << DTypeName(bias.dtype));
+            INFO(cpu::CpuIsaName(isa)
+                 << " group " << group_size << " cols " << cols << " tokens " << tokens << " split "
+                 << split << " bias " << DTypeName(bias.dtype));
             CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
                   0);
           }

@@ -29,7 +29,8 @@ void Encode(const std::vector<float>& values, const WeightSpec& spec, std::byte*
       QuantizeRowI8(row, spec.cols, reinterpret_cast<int8_t*>(row_values), &scale);
       std::memcpy(out + layout.scales_offset() + r * 4, &scale, 4);
     } else {
-      auto* params = reinterpret_cast<uint16_t*>(out + layout.scales_offset()) + r * layout.groups() * 2;
+      auto* params =
+          reinterpret_cast<uint16_t*>(out + layout.scales_offset()) + r * layout.groups() * 2;
       QuantizeRowQ4(row, spec.cols, spec.group_size, row_values, params);
     }
   }
@@ -66,11 +67,13 @@ OpFixture::OpFixture(const ModelConfig& config, const ModelLimits& limits,
     tensor.name = spec.name;
     tensor.dtype = spec.dtype;
     tensor.group_size = spec.group_size;
-    tensor.shape = spec.rows == 1 && !IsQuantized(spec.dtype) ? std::vector<int64_t>{spec.cols}
-                                                               : std::vector<int64_t>{spec.rows, spec.cols};
+    tensor.shape = spec.rows == 1 && !IsQuantized(spec.dtype)
+                       ? std::vector<int64_t>{spec.cols}
+                       : std::vector<int64_t>{spec.rows, spec.cols};
     tensor.offset_in_extent = offset;
     tensor.size_bytes = TensorBytes(spec.dtype, spec.rows, spec.cols, spec.group_size);
-    offset = (offset + tensor.size_bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    offset =
+        (offset + tensor.size_bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     extent.tensors.push_back(tensor);
   }
   extent.size_bytes = offset;
@@ -125,8 +128,9 @@ TensorPair OpFixture::Random(int64_t rows, int64_t cols, float scale) {
 }
 
 TensorPair OpFixture::Poisoned(int64_t rows, int64_t cols) {
-  return Fill(rows, cols, std::vector<float>(static_cast<size_t>(rows * cols),
-                                             std::numeric_limits<float>::quiet_NaN()));
+  return Fill(rows, cols,
+              std::vector<float>(static_cast<size_t>(rows * cols),
+                                 std::numeric_limits<float>::quiet_NaN()));
 }
 
 std::vector<float> OpFixture::Read(Backend& backend, Tensor tensor) {
@@ -141,7 +145,8 @@ double OpFixture::RelativeError(const TensorPair& pair) {
   double diff = 0, norm = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
     if (!std::isfinite(actual[i])) return std::numeric_limits<double>::infinity();
-    diff += (static_cast<double>(actual[i]) - expected[i]) * (static_cast<double>(actual[i]) - expected[i]);
+    diff += (static_cast<double>(actual[i]) - expected[i]) *
+            (static_cast<double>(actual[i]) - expected[i]);
     norm += static_cast<double>(expected[i]) * expected[i];
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
-#include "cpu/cpu_backend.h"
 #include "engine/model.h"
 
 namespace zinf::testing {

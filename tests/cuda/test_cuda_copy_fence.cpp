@@ -48,8 +48,8 @@ TEST_CASE("cuda: streaming from page-locked memory keeps logits and counts every
   // DRAM tier: fences dropped; NVMe tier: staging buffers reused behind their fences.
   const auto placement = GENERATE(io::WeightPlacement::kResident, io::WeightPlacement::kStreamed);
   INFO((placement == io::WeightPlacement::kResident ? "DRAM-resident" : "staged") << " host bytes");
-  const Placement moved = AllMoved(
-      checkpoint, placement == io::WeightPlacement::kResident ? Tier::kDram : Tier::kNvme);
+  const Placement moved =
+      AllMoved(checkpoint, placement == io::WeightPlacement::kResident ? Tier::kDram : Tier::kNvme);
   auto weights = io::OpenWeightSource(checkpoint, moved, {});
   const ModelLimits limits = OnePrompt(checkpoint, static_cast<int>(prompt.size()));
   const std::unique_ptr<Backend> backend = AllStreamed(checkpoint, limits, moved);

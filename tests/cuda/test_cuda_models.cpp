@@ -51,8 +51,8 @@ std::vector<nlohmann::json> GoldenGreedy() { return ReadJsonLines(GoldenPath("gr
 std::vector<Request> GoldenRequests(int max_new_tokens) {
   std::vector<Request> requests;
   for (const nlohmann::json& golden : GoldenGreedy()) {
-    requests.push_back(GreedyRequest(std::to_string(requests.size()), golden["prompt_ids"],
-                                     max_new_tokens));
+    requests.push_back(
+        GreedyRequest(std::to_string(requests.size()), golden["prompt_ids"], max_new_tokens));
   }
   return requests;
 }
@@ -88,7 +88,8 @@ TEST_CASE("cuda stories260K with f32 compute: greedy ids equal the golden ids") 
   }
 }
 
-TEST_CASE("cuda stories260K with bf16 compute picks the CPU's greedy token at >= 99% of positions") {
+TEST_CASE(
+    "cuda stories260K with bf16 compute picks the CPU's greedy token at >= 99% of positions") {
   int total = 0, same = 0;
   for (const Request& request : GoldenRequests(32)) {
     const std::vector<TokenId> reference = Generate(Stories260K(), {request}, {})[0].token_ids;
@@ -101,7 +102,7 @@ TEST_CASE("cuda stories260K with bf16 compute picks the CPU's greedy token at >=
   }
   const double agreement = static_cast<double>(same) / total;
   WARN("bf16 compute vs CPU f32: teacher-forced greedy agreement " << agreement << " over " << total
-                                                                    << " positions");
+                                                                   << " positions");
   CHECK(agreement >= 0.99);
 }
 
@@ -113,8 +114,10 @@ TEST_CASE("cuda: random checkpoints of both families match the CPU backend's log
   RandomModelSpec llama;
   llama.num_heads = 4;
   llama.num_kv_heads = 1;
-  const Case cases[] = {{llama, "cuda-llama-gqa"},   {LlamaWithBiasSpec(), "cuda-llama-bias"},
-                        {Qwen2Spec(), "cuda-qwen2"},   {Qwen3Spec(), "cuda-qwen3"},
+  const Case cases[] = {{llama, "cuda-llama-gqa"},
+                        {LlamaWithBiasSpec(), "cuda-llama-bias"},
+                        {Qwen2Spec(), "cuda-qwen2"},
+                        {Qwen3Spec(), "cuda-qwen3"},
                         {OptSpec(), "cuda-opt"}};
   const std::vector<TokenId> prompt = {1, 403, 407, 261, 378, 17, 250, 499, 3, 77, 12};
   for (const Case& c : cases) {
@@ -123,8 +126,10 @@ TEST_CASE("cuda: random checkpoints of both families match the CPU backend's log
     const LoadedModel model = ConvertAndLoad(hf_dir, c.name + "-zinf");
     const std::vector<float> cpu = LastLogits(model, prompt);
     INFO(c.name);
-    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kF32)), cpu) < 1e-4);
-    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kBf16)), cpu) < 3e-2);
+    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kF32)), cpu) <
+          1e-4);
+    CHECK(MaxRelativeLogitError(LastLogits(model, prompt, Cuda(cuda::ComputeType::kBf16)), cpu) <
+          3e-2);
     // Greedy decoding through the generator, KV cache and refill: the CPU's tokens.
     EngineSettings settings;
     settings.make_backend = Cuda(cuda::ComputeType::kF32);
@@ -221,7 +226,8 @@ TEST_CASE("cuda: offloaded attention queued as stream callbacks keeps the CPU ba
       INFO("KV " << DTypeName(kv_dtype) << ", micro-batches of " << micro_batch_tokens);
       const std::vector<Completion> expected = Generate(Stories260K(), requests, cpu);
       const std::vector<Completion> actual = Generate(Stories260K(), requests, gpu);
-      for (size_t i = 0; i < requests.size(); ++i) CHECK(actual[i].token_ids == expected[i].token_ids);
+      for (size_t i = 0; i < requests.size(); ++i)
+        CHECK(actual[i].token_ids == expected[i].token_ids);
     }
   }
 }
@@ -241,7 +247,8 @@ TEST_CASE("cuda: streaming weights through the slot ring gives the resident plac
     streamed.make_backend = Cuda(cuda::ComputeType::kF32, c.streamed_every, c.slots);
     streamed.placement = io::WeightPlacement::kStreamed;  // host staging reused every step too
     const std::vector<Completion> actual = Generate(Stories260K(), requests, streamed);
-    for (size_t i = 0; i < requests.size(); ++i) CHECK(actual[i].token_ids == expected[i].token_ids);
+    for (size_t i = 0; i < requests.size(); ++i)
+      CHECK(actual[i].token_ids == expected[i].token_ids);
   }
   // bf16 compute streams bf16 and int8 weights; f32 matrices it refuses to stream (converting
   // them every step would cost more than the copy).

@@ -74,7 +74,8 @@ TEST_CASE("cuda op parity: RMSNorm and LayerNorm, plain and fused with the resid
                       {{"norm", dtype, 1, 160}, {"norm_bias", dtype, 1, 160}},
                       cuda::ComputeType::kF32, 12);
     const Weight cpu_norm = fixture.CpuWeight("norm"), gpu_norm = fixture.GpuWeight("norm");
-    const Weight cpu_bias = fixture.CpuWeight("norm_bias"), gpu_bias = fixture.GpuWeight("norm_bias");
+    const Weight cpu_bias = fixture.CpuWeight("norm_bias"),
+                 gpu_bias = fixture.GpuWeight("norm_bias");
     INFO("norm weights " << DTypeName(dtype));
     {
       TensorPair x = fixture.Random(7, 160, 3.0f);
@@ -156,9 +157,10 @@ TEST_CASE("cuda op parity: token and position embeddings from float and quantize
                         {DType::kQ4, 32, cuda::ComputeType::kBf16, 1e-6}};
   for (const Case& c : cases) {
     INFO("table " << DTypeName(c.dtype) << ", compute " << ComputeName(c.compute));
-    OpFixture fixture(OpTestConfig(4, 2, 40), SmallLimits(),
-                      {{"embed", c.dtype, 50, 160, c.group_size}, {"positions", c.dtype, 130, 160, c.group_size}},
-                      c.compute, 14);
+    OpFixture fixture(
+        OpTestConfig(4, 2, 40), SmallLimits(),
+        {{"embed", c.dtype, 50, 160, c.group_size}, {"positions", c.dtype, 130, 160, c.group_size}},
+        c.compute, 14);
     const std::vector<TokenId> ids = {0, 49, 7, 7, 23, 1, 48};
     TensorPair out = fixture.Poisoned(static_cast<int64_t>(ids.size()), 160);
     fixture.cpu().Embed(ids, fixture.CpuWeight("embed"), out.cpu);
@@ -180,7 +182,8 @@ TEST_CASE("cuda op parity: token and position embeddings from float and quantize
 TEST_CASE("cuda op parity: RoPE at scattered positions for q and GQA k widths") {
   ModelConfig config = OpTestConfig(4, 2, 40);
   config.rope_theta = 500000.0;
-  OpFixture fixture(config, SmallLimits(), {{"unused", DType::kF32, 1, 8}}, cuda::ComputeType::kF32, 15);
+  OpFixture fixture(config, SmallLimits(), {{"unused", DType::kF32, 1, 8}}, cuda::ComputeType::kF32,
+                    15);
   const RopeTables tables = BuildRopeTables(config, 128);
   fixture.cpu().SetRopeTables(tables.cos, tables.sin, 40);
   fixture.gpu().SetRopeTables(tables.cos, tables.sin, 40);
@@ -209,7 +212,8 @@ TEST_CASE("cuda op parity: KV cache stores and causal attention over ragged chun
                         Kv{DType::kF32, cuda::ComputeType::kBf16, kBf16},
                         Kv{DType::kI8, cuda::ComputeType::kF32, 1e-4}}) {
       INFO(shape.heads << " heads, " << shape.kv_heads << " KV heads, head_dim " << shape.head_dim
-                       << ", KV " << DTypeName(kv.dtype) << ", compute " << ComputeName(kv.compute));
+                       << ", KV " << DTypeName(kv.dtype) << ", compute "
+                       << ComputeName(kv.compute));
       ModelLimits limits = SmallLimits();
       limits.kv_dtype = kv.dtype;
       OpFixture fixture(OpTestConfig(shape.heads, shape.kv_heads, shape.head_dim), limits,
@@ -224,8 +228,7 @@ TEST_CASE("cuda op parity: KV cache stores and causal attention over ragged chun
       // Step 1 fills slot 2 with 90 positions (two 64-key tiles) and slot 1 with 20; step 2 mixes
       // a fresh 37-token prefill in slot 0, one decode token in slot 2 and a 5-token chunk in slot 1.
       const std::vector<std::vector<SequenceChunk>> steps = {
-          {{2, 0, 90, 0}, {1, 0, 20, 90}},
-          {{0, 0, 37, 0}, {2, 90, 1, 37}, {1, 20, 5, 38}}};
+          {{2, 0, 90, 0}, {1, 0, 20, 90}}, {{0, 0, 37, 0}, {2, 90, 1, 37}, {1, 20, 5, 38}}};
       for (const std::vector<SequenceChunk>& chunks : steps) {
         const int rows = chunks.back().token_offset + chunks.back().num_tokens;
         TensorPair k = fixture.Random(rows, kv_dim), v = fixture.Random(rows, kv_dim);

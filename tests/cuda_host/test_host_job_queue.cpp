@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/error.h"
 #include "cuda/host/host_job_queue.h"
+#include "engine/error.h"
 
 namespace zinf::cuda {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <random>
 
-#include "engine/error.h"
 #include "cuda/host/slot_ring.h"
+#include "engine/error.h"
 
 namespace zinf::cuda {
 
@@ -39,7 +39,8 @@ Timeline Simulate(int slots, const std::vector<double>& copy_times,
     const auto previous = reader_of_slot.find(use.slot);
     CHECK(use.wait_for == (previous == reader_of_slot.end() ? -1 : previous->second));
     reader_of_slot[use.slot] = use.copy;
-    const double copy_start = std::max(copy_free, use.wait_for < 0 ? 0.0 : compute_end[use.wait_for]);
+    const double copy_start =
+        std::max(copy_free, use.wait_for < 0 ? 0.0 : compute_end[use.wait_for]);
     const double copy_end = copy_start + copy_times[i];
     copy_free = copy_end;
     const double compute_start = std::max(compute_free, copy_end);
@@ -72,15 +73,18 @@ TEST_CASE("slot ring: round-robin slots, each copy waits for the slot's previous
 TEST_CASE("slot ring: copies overlap compute; a step takes about the larger of the two") {
   const int extents = 40;
   SECTION("equal copy and compute: pipelined, not serial") {
-    const Timeline t = Simulate(2, std::vector<double>(extents, 1.0), std::vector<double>(extents, 1.0));
+    const Timeline t =
+        Simulate(2, std::vector<double>(extents, 1.0), std::vector<double>(extents, 1.0));
     CHECK(t.total == Approx(extents + 1.0));  // one copy's latency, then one extent per unit
   }
   SECTION("copy-bound (PCIe slower than compute): the copies set the pace") {
-    const Timeline t = Simulate(2, std::vector<double>(extents, 3.0), std::vector<double>(extents, 1.0));
+    const Timeline t =
+        Simulate(2, std::vector<double>(extents, 3.0), std::vector<double>(extents, 1.0));
     CHECK(t.total == Approx(t.copy_busy + 1.0));
   }
   SECTION("compute-bound: the computes set the pace") {
-    const Timeline t = Simulate(2, std::vector<double>(extents, 1.0), std::vector<double>(extents, 2.5));
+    const Timeline t =
+        Simulate(2, std::vector<double>(extents, 1.0), std::vector<double>(extents, 2.5));
     CHECK(t.total == Approx(t.compute_busy + 1.0));
   }
   SECTION("jittery times: a third slot absorbs what two cannot") {

@@ -27,7 +27,8 @@ LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name,
   formats::ConvertCheckpoint(hf_dir, out_dir, options);
   LoadedModel model;
   model.checkpoint = formats::LoadCheckpoint(out_dir);
-  if (model.checkpoint.tokenizer) model.tokenizer = formats::LoadCheckpointTokenizer(model.checkpoint);
+  if (model.checkpoint.tokenizer)
+    model.tokenizer = formats::LoadCheckpointTokenizer(model.checkpoint);
   return model;
 }
 
@@ -85,15 +86,16 @@ Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
   for (const std::span<const std::byte> region : engine.weights->HostMemory()) {
     engine.backend->UseHostMemory(region);
   }
-  engine.model = std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits,
-                                         placement);
+  engine.model =
+      std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits, placement);
   return engine;
 }
 
 cli::SessionOptions OptionsFor(const LoadedModel& model, const EngineSettings& settings) {
   cli::SessionOptions options;
-  options.weights = settings.placement == io::WeightPlacement::kStreamed ? cli::WeightsMode::kStream
-                                                                         : cli::WeightsMode::kResident;
+  options.weights = settings.placement == io::WeightPlacement::kStreamed
+                        ? cli::WeightsMode::kStream
+                        : cli::WeightsMode::kResident;
   options.prefetch_depth = settings.prefetch_depth;
   options.batch_size = settings.batch_size;
   options.step_tokens = settings.step_tokens;

@@ -23,7 +23,7 @@ namespace zinf::testing {
 // settings' host placement, on the CPU) to the device and give it device slots. Without one, runs
 // go through cli::EngineSession, the wiring `zinf generate` uses.
 using BackendFactory = std::function<std::unique_ptr<Backend>(const Checkpoint&, const ModelLimits&,
-                                                               Placement& placement)>;
+                                                              Placement& placement)>;
 
 struct EngineSettings {
   io::WeightPlacement placement = io::WeightPlacement::kResident;

@@ -21,7 +21,9 @@ constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 class NoWeights final : public WeightSource {
  public:
   void Prefetch(int) override {}
-  ExtentView Acquire(int extent) override { Fail("extent {} read by the memory-model test", extent); }
+  ExtentView Acquire(int extent) override {
+    Fail("extent {} read by the memory-model test", extent);
+  }
   void Release(int, CopyFence) override {}
   int prefetch_depth() const override { return 0; }
   WeightIoStats stats() const override { return {}; }
@@ -29,7 +31,8 @@ class NoWeights final : public WeightSource {
 
 std::vector<std::string> ShippedConfigNames() {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(ZINF_SOURCE_DIR) + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(ZINF_SOURCE_DIR) + "/configs")) {
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -74,7 +77,8 @@ void CheckCudaPlan(const Checkpoint& checkpoint, const Plan& plan, const Planner
                                  plan.activation_bytes + plan.scratch_bytes);
   // The offloaded KV cache is the CPU backend's, in DRAM.
   if (plan.kv_tier == Tier::kDram) {
-    CHECK(plan.kv_bytes == CpuKvCacheBytes(KvShapeFor(checkpoint.config, inputs.workload.limits())));
+    CHECK(plan.kv_bytes ==
+          CpuKvCacheBytes(KvShapeFor(checkpoint.config, inputs.workload.limits())));
   }
   CHECK(plan.staging_bytes == plan.placement.staging_bytes());
   CHECK(plan.total_dram_bytes() <= inputs.cpu_mem_bytes);
@@ -93,7 +97,8 @@ TEST_CASE("memory model: every shipped config's plan promises the bytes its back
       for (const auto& [batch, micro, int8_kv] :
            {std::tuple{1, 0, false}, std::tuple{4, 8, true}, std::tuple{3, 0, true}}) {
         const Workload workload = SmallWorkload(batch, micro, int8_kv);
-        for (double share : {2.0, 0.6, 0.2, 0.05}) {  // of the weights: all fit, down to mostly streamed
+        for (double share :
+             {2.0, 0.6, 0.2, 0.05}) {  // of the weights: all fit, down to mostly streamed
           INFO(name << " " << DTypeName(dtype) << " batch " << batch << " micro " << micro
                     << " budget " << share << " x weights");
           PlannerInputs inputs;

@@ -104,8 +104,8 @@ TEST_CASE("outputs are identical whatever the micro-batch size of the block sche
 TEST_CASE("micro-batches: chunks split at row boundaries keep slots, positions and offsets") {
   StepBatch batch;
   const std::vector<TokenId> prompt(10, 5), decode(1, 7);
-  batch.AddChunk(2, 0, prompt, true);   // rows 0..9, positions 0..9
-  batch.AddChunk(0, 41, decode, true);  // row 10, position 41
+  batch.AddChunk(2, 0, prompt, true);                      // rows 0..9, positions 0..9
+  batch.AddChunk(0, 41, decode, true);                     // row 10, position 41
   batch.AddChunk(1, 3, std::vector<TokenId>(4, 9), true);  // rows 11..14, positions 3..6
   std::vector<MicroBatch> micro;
   SplitIntoMicroBatches(batch, 6, micro);

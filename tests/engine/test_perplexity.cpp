@@ -83,8 +83,8 @@ TEST_CASE("int8 KV cache: perplexity within 1% of f32 KV, outputs batch-invarian
 
   std::vector<Request> requests;
   for (int i = 0; i < 6; ++i) {
-    requests.push_back(GreedyRequest(std::to_string(i),
-                                     {tokens.begin(), tokens.begin() + 4 + 7 * i}, 20));
+    requests.push_back(
+        GreedyRequest(std::to_string(i), {tokens.begin(), tokens.begin() + 4 + 7 * i}, 20));
   }
   EngineSettings one, many;
   one.batch_size = 1;

@@ -15,9 +15,7 @@ namespace {
 
 constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 
-Checkpoint ShippedConfig(const std::string& name) {
-  return testing::ShippedConfigCheckpoint(name);
-}
+Checkpoint ShippedConfig(const std::string& name) { return testing::ShippedConfigCheckpoint(name); }
 
 PlannerInputs Inputs(const Checkpoint& checkpoint, uint64_t cpu_mem) {
   PlannerInputs inputs;
@@ -78,16 +76,15 @@ TEST_CASE("planner: under a budget, embeddings first, then layers in order, rest
 TEST_CASE("planner: prefetch depth shrinks before the plan fails, and failure shows numbers") {
   const Checkpoint model = ShippedConfig("llama-2-70b");  // 1.6 GiB per layer extent in f16
   PlannerInputs inputs = Inputs(model, 0);
-  const uint64_t fixed = KvCacheBytes(model.config, inputs.workload) +
-                         ActivationBytes(model.config, inputs.workload);
+  const uint64_t fixed =
+      KvCacheBytes(model.config, inputs.workload) + ActivationBytes(model.config, inputs.workload);
   const uint64_t largest = model.max_extent_padded_bytes();
   inputs.cpu_mem_bytes = fixed + 2 * largest;  // room for two staging buffers only
   CHECK(MakePlan(inputs).placement.prefetch_depth == 1);
   inputs.cpu_mem_bytes = fixed + largest;
   CHECK(MakePlan(inputs).placement.prefetch_depth == 0);
   inputs.cpu_mem_bytes = fixed + largest - 1;
-  CHECK_THROWS_WITH(MakePlan(inputs), Catch::Contains("too small") &&
-                                          Catch::Contains("KV cache") &&
+  CHECK_THROWS_WITH(MakePlan(inputs), Catch::Contains("too small") && Catch::Contains("KV cache") &&
                                           Catch::Contains("staging buffer"));
 }
 
@@ -112,7 +109,8 @@ TEST_CASE("planner: products run at the rate of their weights' kernel") {
   // int8 and int4 matrices go through integer kernels with rates of their own (zinf calibrate
   // measures each); the float vectors and the head kept in f32 stay at the float rate.
   Checkpoint model;
-  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.config =
+      formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
   model.dtype = DType::kI8;
   model.extents = formats::LayoutExtents(
       formats::ExpectedExtents(model.config),
@@ -144,7 +142,8 @@ TEST_CASE("planner: two large extents beside small layers are kept together, shr
   // at a time, the first of the two large extents never fits, since the other, still streamed,
   // sizes the staging ring; kept together, the ring needs only hold a layer.
   Checkpoint model;
-  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.config =
+      formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
   model.dtype = DType::kF32;
   model.extents = formats::LayoutExtents(formats::ExpectedExtents(model.config), DType::kF32);
   PlannerInputs inputs = Inputs(model, model.total_bytes() * 3 / 4);

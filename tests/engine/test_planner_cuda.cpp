@@ -17,9 +17,7 @@ namespace {
 
 constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 
-Checkpoint ShippedConfig(const std::string& name) {
-  return testing::ShippedConfigCheckpoint(name);
-}
+Checkpoint ShippedConfig(const std::string& name) { return testing::ShippedConfigCheckpoint(name); }
 
 PlannerInputs CudaInputs(const Checkpoint& checkpoint, uint64_t gpu_mem, uint64_t cpu_mem,
                          int batch = 8) {
@@ -75,7 +73,8 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
     CHECK(plan.total_dram_bytes() <= row.cpu_mem);
     CHECK(plan.bound == row.bound);
     if (plan.offload_needed) {
-      CHECK(plan.placement.prefetch_depth >= 1);  // at least two slots: copy one while computing the other
+      CHECK(plan.placement.prefetch_depth >=
+            1);  // at least two slots: copy one while computing the other
       CHECK(plan.device_slot_bytes >= 2 * plan.placement.staging_buffer_bytes);
     }
     // DRAM staging, counted in the budget: device-resident extents pass through it once and NVMe
@@ -89,7 +88,8 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
     CHECK(plan.placement.staging_buffer_bytes == largest_passing);
     CHECK(plan.placement.staging_buffers ==
           std::max(plan.placement.prefetch_depth, 1) + 1 + (row.any_nvme ? kCudaCopyBuffers : 0));
-    CHECK(plan.staging_bytes == plan.placement.staging_buffers * plan.placement.staging_buffer_bytes);
+    CHECK(plan.staging_bytes ==
+          plan.placement.staging_buffers * plan.placement.staging_buffer_bytes);
     // Every byte is placed once: resident + pinned + streamed = the checkpoint.
     CHECK(plan.resident_bytes + plan.pinned_bytes + plan.streamed_bytes_per_step ==
           model.total_bytes());
@@ -147,13 +147,15 @@ TEST_CASE("cuda planner: embeddings and head claim the device together, slots si
   // the slots: 93.8 + 2 × 93.8 > 260); together they do (187.6 + 2 × 27.0), and that moves 324
   // MiB per step instead of 458.
   Checkpoint model;
-  model.config = formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
+  model.config =
+      formats::LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json");
   model.dtype = DType::kF32;
   model.extents = formats::LayoutExtents(formats::ExpectedExtents(model.config), DType::kF32);
   PlannerInputs inputs = CudaInputs(model, 80 * kGiB, 24 * kGiB, 4);
   inputs.max_prefetch_depth = 1;
   const Plan roomy = MakePlan(inputs);
-  inputs.gpu_mem_bytes = roomy.kv_bytes + roomy.activation_bytes + roomy.scratch_bytes + (260ull << 20);
+  inputs.gpu_mem_bytes =
+      roomy.kv_bytes + roomy.activation_bytes + roomy.scratch_bytes + (260ull << 20);
   const Plan plan = MakePlan(inputs);
   REQUIRE(plan.offload_needed);
   CHECK(plan.device_bytes <= inputs.gpu_mem_bytes);

@@ -61,8 +61,8 @@ TEST_CASE("ExtentReader recovers from -EAGAIN and short reads", "[io]") {
   options.allow_direct_io = GENERATE(true, false);
   options.queue_depth = GENERATE(1u, 4u);
   options.chunk_bytes = GENERATE(uint64_t{4096}, uint64_t{1} << 20);
-  INFO(backend << ", direct " << options.allow_direct_io << ", queue depth "
-               << options.queue_depth << ", chunk " << options.chunk_bytes);
+  INFO(backend << ", direct " << options.allow_direct_io << ", queue depth " << options.queue_depth
+               << ", chunk " << options.chunk_bytes);
 
   SECTION("clean reads") {
     CHECK(ReadAllAndCompare(weights, options, backend) == weights.file_bytes_per_pass());
@@ -106,7 +106,8 @@ TEST_CASE("ExtentReader reads a submitted extent to the end while its caller doe
     std::this_thread::sleep_for(1ms);
   }
   REQUIRE(reader.IsDone(ticket));
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(reader.bytes_read() == layer.padded_bytes);
   // Busy only while reads were pending: not before Submit, not once they all finished.
   const double busy = reader.busy_seconds();
@@ -226,7 +227,8 @@ TEST_CASE("AlignedBuffer is page-aligned, rounded up, zeroed and movable", "[io]
   AlignedBuffer buffer(5000, lock);
   REQUIRE(reinterpret_cast<uintptr_t>(buffer.data()) % kBufferAlignment == 0);
   CHECK(buffer.size_bytes() == 8192);
-  for (uint64_t idx = 0; idx < buffer.size_bytes(); ++idx) REQUIRE(buffer.data()[idx] == std::byte{0});
+  for (uint64_t idx = 0; idx < buffer.size_bytes(); ++idx)
+    REQUIRE(buffer.data()[idx] == std::byte{0});
   std::byte* const data = buffer.data();
   AlignedBuffer moved = std::move(buffer);
   CHECK(moved.data() == data);

@@ -55,7 +55,8 @@ void OverwriteInPlace(const std::string& path, uint64_t offset) {
 }
 
 std::vector<WeightPlacement> AllStreamed(const SyntheticWeights& weights) {
-  return std::vector<WeightPlacement>(weights.checkpoint.extents.size(), WeightPlacement::kStreamed);
+  return std::vector<WeightPlacement>(weights.checkpoint.extents.size(),
+                                      WeightPlacement::kStreamed);
 }
 
 // One pass of the forward pass's pattern, comparing every extent: the run before the change.
@@ -72,8 +73,8 @@ void RunOnePass(TieredWeightSource& source, const SyntheticWeights& weights) {
 
 void CheckAcquireMatches(TieredWeightSource& source, const SyntheticWeights& weights, int idx) {
   const ExtentView view = source.Acquire(idx);
-  CHECK(std::memcmp(view.bytes.data(), weights.contents[idx].data(), weights.contents[idx].size()) ==
-        0);
+  CHECK(std::memcmp(view.bytes.data(), weights.contents[idx].data(),
+                    weights.contents[idx].size()) == 0);
   source.Release(idx);
 }
 
@@ -82,8 +83,8 @@ TEST_CASE("a weights file truncated between two acquires is reported as changed,
   SyntheticWeights weights;
   testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
   const ExtentInfo& layer = weights.checkpoint.extents[1];  // layer.0: 3 MiB + 17 bytes
-  const IoBackend backend = GENERATE(IoBackend::kIoUring, IoBackend::kPreadOption,
-                                     IoBackend::kPreadForcedByEnv);
+  const IoBackend backend =
+      GENERATE(IoBackend::kIoUring, IoBackend::kPreadOption, IoBackend::kPreadForcedByEnv);
   // Inside the extent's second chunk, or exactly where it starts (its first read finds the end).
   const uint64_t new_size = GENERATE_REF(layer.offset + (1u << 20) + 5, layer.offset);
   INFO(backend << ", truncated to " << new_size);
@@ -95,7 +96,7 @@ TEST_CASE("a weights file truncated between two acquires is reported as changed,
   RunOnePass(source, weights);
 
   std::filesystem::resize_file(weights.path(), new_size);
-  CheckAcquireMatches(source, weights, 0);  // before the cut: still whole
+  CheckAcquireMatches(source, weights, 0);         // before the cut: still whole
   for (int attempt = 0; attempt < 2; ++attempt) {  // a retry fails the same way
     CHECK_THROWS_WITH(source.Acquire(1),
                       Contains("weights file " + weights.path() +
@@ -109,8 +110,8 @@ TEST_CASE("an extent overwritten in place is reported as changed, not served", "
   SyntheticWeights weights;
   testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
   const ExtentInfo& layer = weights.checkpoint.extents[1];
-  const IoBackend backend = GENERATE(IoBackend::kIoUring, IoBackend::kPreadOption,
-                                     IoBackend::kPreadForcedByEnv);
+  const IoBackend backend =
+      GENERATE(IoBackend::kIoUring, IoBackend::kPreadOption, IoBackend::kPreadForcedByEnv);
   INFO(backend);
   TieredOptions options;
   options.prefetch_depth = 1;

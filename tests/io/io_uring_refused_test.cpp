@@ -106,7 +106,8 @@ int StreamWithIoUringDenied(const testing::SyntheticWeights& weights) {
   }
 }
 
-TEST_CASE("io_uring refused by seccomp: the pread pool serves the same bytes and says why", "[io]") {
+TEST_CASE("io_uring refused by seccomp: the pread pool serves the same bytes and says why",
+          "[io]") {
   testing::SyntheticWeights weights;
   testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
   const pid_t child = fork();

@@ -81,7 +81,8 @@ inline void MakeSyntheticWeights(SyntheticWeights& weights, const std::filesyste
     extent.padded_bytes = (sizes[idx] + kExtentAlignment - 1) / kExtentAlignment * kExtentAlignment;
     std::vector<std::byte> bytes = PatternBytes(sizes[idx], idx + 1);
     extent.xxh3 = XXH3_64bits(bytes.data(), bytes.size());
-    file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    file.write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     if (!last) {  // the last extent's padding is left out: the file ends at its last tensor byte
       const std::vector<char> padding(extent.padded_bytes - extent.size_bytes, 0);
       file.write(padding.data(), static_cast<std::streamsize>(padding.size()));

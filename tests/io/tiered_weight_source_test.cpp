@@ -60,7 +60,8 @@ void RunPasses(WeightSource& source, const SyntheticWeights& weights, int passes
   }
 }
 
-std::vector<WeightPlacement> AllPlacements(const SyntheticWeights& weights, WeightPlacement placement) {
+std::vector<WeightPlacement> AllPlacements(const SyntheticWeights& weights,
+                                           WeightPlacement placement) {
   return std::vector<WeightPlacement>(weights.checkpoint.extents.size(), placement);
 }
 
@@ -73,8 +74,8 @@ TEST_CASE("resident and streamed sources deliver the file's bytes at every depth
 
   SECTION("resident: read once, served three passes") {
     const BackendOptions setup(1, backend);
-    TieredWeightSource source(weights.checkpoint, AllPlacements(weights, WeightPlacement::kResident),
-                              setup.options);
+    TieredWeightSource source(weights.checkpoint,
+                              AllPlacements(weights, WeightPlacement::kResident), setup.options);
     if (testing::UsesPreadPool(backend)) CHECK_FALSE(source.uses_io_uring());
     RunPasses(source, weights, kPasses);
     CHECK(source.prefetch_depth() == 0);
@@ -85,8 +86,8 @@ TEST_CASE("resident and streamed sources deliver the file's bytes at every depth
     const int depth = GENERATE(0, 1, 2, 3);
     INFO("prefetch depth " << depth);
     const BackendOptions setup(depth, backend);
-    TieredWeightSource source(weights.checkpoint, AllPlacements(weights, WeightPlacement::kStreamed),
-                              setup.options);
+    TieredWeightSource source(weights.checkpoint,
+                              AllPlacements(weights, WeightPlacement::kStreamed), setup.options);
     if (testing::UsesPreadPool(backend)) CHECK_FALSE(source.uses_io_uring());
     CHECK(source.num_staging_buffers() == depth + 1);
     CHECK(source.stats().bytes_read == 0);
@@ -136,8 +137,8 @@ TEST_CASE("a corrupted byte is reported as a checksum mismatch naming the extent
   const BackendOptions setup(1, backend);
 
   SECTION("streamed: Acquire throws, and throws again on retry") {
-    TieredWeightSource source(weights.checkpoint, AllPlacements(weights, WeightPlacement::kStreamed),
-                              setup.options);
+    TieredWeightSource source(weights.checkpoint,
+                              AllPlacements(weights, WeightPlacement::kStreamed), setup.options);
     source.Prefetch(1);
     CHECK(source.Acquire(0).bytes.size() == weights.contents[0].size());
     source.Release(0);
@@ -254,8 +255,8 @@ TEST_CASE("acquiring an extent not prefetched reclaims a prefetched buffer", "[i
   CHECK(std::memcmp(out_of_order.bytes.data(), weights.contents[3].data(),
                     out_of_order.bytes.size()) == 0);
   const ExtentView prefetched = source.Acquire(1);  // impossible if extent 1's buffer was taken
-  CHECK(std::memcmp(prefetched.bytes.data(), weights.contents[1].data(),
-                    prefetched.bytes.size()) == 0);
+  CHECK(std::memcmp(prefetched.bytes.data(), weights.contents[1].data(), prefetched.bytes.size()) ==
+        0);
   source.Release(3);
   source.Release(1);
   RunPasses(source, weights, 1);
@@ -265,8 +266,7 @@ TEST_CASE("acquire and release misuse is caught", "[io]") {
   SyntheticWeights weights;
   testing::MakeSyntheticWeights(weights, TestDirectory());
   const auto placement = GENERATE(WeightPlacement::kResident, WeightPlacement::kStreamed);
-  TieredWeightSource source(weights.checkpoint, AllPlacements(weights, placement),
-                            MakeOptions(0));
+  TieredWeightSource source(weights.checkpoint, AllPlacements(weights, placement), MakeOptions(0));
   CHECK_THROWS_WITH(source.Release(0), Contains("internal error"));
   source.Acquire(0);
   CHECK_THROWS_WITH(source.Acquire(0), Contains("acquired twice"));

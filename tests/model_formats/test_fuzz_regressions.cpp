@@ -8,10 +8,10 @@
 
 #include "engine/error.h"
 #include "model_formats/hf_config.h"
-#include "model_formats/tokenizers/hf_tokenizer.h"
 #include "model_formats/json_depth.h"
 #include "model_formats/manifest_json.h"
 #include "model_formats/safetensors.h"
+#include "model_formats/tokenizers/hf_tokenizer.h"
 #include "model_formats/tokenizers/tokenizer_loader.h"
 #include "tests/support/random_checkpoint.h"
 
@@ -54,8 +54,7 @@ std::string TokenizerError(const std::string& path) {
 
 // libFuzzer prints crash inputs in base64.
 std::string Base64Decode(const std::string& text) {
-  const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes;
   uint32_t bits = 0;
   int count = 0;
@@ -145,8 +144,7 @@ TEST_CASE("fuzz: a tokenizer.model piece starting with a NUL byte is refused, no
   // library's trie builder throws through code that cannot pass it on, and the process aborted.
   const std::string crash = Base64Decode(
       "Cg4KBTx1bms+FQAAAAAYAgoMCgM8cz4VAAAAABgDCg0KBDwvcz4VAAAAABgDCg8KBgAAAD4wPhUAAAAAGG4=");
-  const std::string path =
-      WriteFile(testing::MakeTempDir("fuzz-spm") + "/tokenizer.model", crash);
+  const std::string path = WriteFile(testing::MakeTempDir("fuzz-spm") + "/tokenizer.model", crash);
   CHECK_THROWS_WITH(LoadSentencePieceTokenizer(path, true, false),
                     Contains(path) && Contains("piece 3 is text with a NUL byte"));
 }

@@ -30,8 +30,8 @@ constexpr const char* kQwen2 = R"({
 }  // namespace
 
 TEST_CASE("stories260K config.json", "[hf_config]") {
-  const ModelConfig config = LoadHfConfig(std::string(ZINF_SOURCE_DIR) +
-                                          "/models/stories260K/config.json");
+  const ModelConfig config =
+      LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/models/stories260K/config.json");
   CHECK(config.model_type == "llama");
   CHECK(config.family == Family::kLlama);
   CHECK(config.vocab_size == 512);
@@ -109,7 +109,8 @@ TEST_CASE("llama with attention_bias and llama3 rope scaling", "[hf_config]") {
     "attention_bias": true, "mlp_bias": true, "tie_word_embeddings": true,
     "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                      "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]})", "llama3.json");
+    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]})",
+                                           "llama3.json");
   CHECK(config.qkv_bias);
   CHECK(config.o_bias);
   CHECK(config.mlp_bias);
@@ -123,7 +124,8 @@ TEST_CASE("llama with attention_bias and llama3 rope scaling", "[hf_config]") {
   const ModelConfig linear = ParseHfConfig(
       R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
           "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 64,
-          "rope_scaling": {"type": "linear", "factor": 2.0}})", "linear.json");
+          "rope_scaling": {"type": "linear", "factor": 2.0}})",
+      "linear.json");
   CHECK(linear.rope_scaling.type == RopeScalingType::kLinear);
   CHECK(linear.rope_scaling.factor == 2.0);
   CHECK(linear.num_kv_heads == 2);  // defaults to num_attention_heads
@@ -134,7 +136,8 @@ TEST_CASE("opt: LayerNorm family, learned positions, projections", "[hf_config]"
     "model_type": "opt", "vocab_size": 50272, "hidden_size": 768, "ffn_dim": 3072,
     "num_hidden_layers": 12, "num_attention_heads": 12, "max_position_embeddings": 2048,
     "word_embed_proj_dim": 768, "do_layer_norm_before": true, "activation_function": "relu",
-    "enable_bias": true, "bos_token_id": 2, "eos_token_id": 2})", "opt.json");
+    "enable_bias": true, "bos_token_id": 2, "eos_token_id": 2})",
+                                           "opt.json");
   CHECK(config.family == Family::kOpt);
   CHECK(config.intermediate_size == 3072);
   CHECK(config.num_kv_heads == 12);

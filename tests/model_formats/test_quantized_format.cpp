@@ -84,7 +84,8 @@ TEST_CASE("--keep-float leaves the named matrices in the float dtype") {
   CHECK(Find(checkpoint, "embed", "token_embed").dtype == DType::kF32);
   CHECK(Find(checkpoint, "head", "lm_head").dtype == DType::kF32);
   CHECK(Find(checkpoint, "layer.2", "q").dtype == DType::kI8);
-  CHECK_THROWS_WITH(ParseKeepFloat("head,attn_norm"), Contains("'attn_norm' is not a weight matrix"));
+  CHECK_THROWS_WITH(ParseKeepFloat("head,attn_norm"),
+                    Contains("'attn_norm' is not a weight matrix"));
 }
 
 TEST_CASE("the loader refuses quantized tensors where they cannot be") {
@@ -95,22 +96,19 @@ TEST_CASE("the loader refuses quantized tensors where they cannot be") {
     CHECK_THAT(message, Contains("'int4'"));
   }
   SECTION("a norm stored as int8") {
-    const std::string message = LoadErrorAfter(dir, [](json& m) {
-      m["extents"][1]["tensors"][0]["dtype"] = "int8";
-    });
+    const std::string message =
+        LoadErrorAfter(dir, [](json& m) { m["extents"][1]["tensors"][0]["dtype"] = "int8"; });
     CHECK_THAT(message, Contains("tensor 'attn_norm' is int8"));
     CHECK_THAT(message, Contains("only matrices may be quantized"));
   }
   SECTION("an int4 group size the kernels do not have") {
-    const std::string message = LoadErrorAfter(dir, [](json& m) {
-      m["extents"][1]["tensors"][1]["group_size"] = 48;
-    });
+    const std::string message =
+        LoadErrorAfter(dir, [](json& m) { m["extents"][1]["tensors"][1]["group_size"] = 48; });
     CHECK_THAT(message, Contains("tensor 'q' has group_size 48, expected 32, 64 or 128"));
   }
   SECTION("a size that does not match the encoding") {
-    const std::string message = LoadErrorAfter(dir, [](json& m) {
-      m["extents"][1]["tensors"][1]["size_bytes"] = 4096;
-    });
+    const std::string message =
+        LoadErrorAfter(dir, [](json& m) { m["extents"][1]["tensors"][1]["size_bytes"] = 4096; });
     CHECK_THAT(message, Contains("tensor 'q' size_bytes is 4096"));
   }
   SECTION("a top-level dtype that is quantized") {
@@ -122,8 +120,8 @@ TEST_CASE("the loader refuses quantized tensors where they cannot be") {
 TEST_CASE("an int4-g64 Llama-2-7B-shape checkpoint takes at most 0.6 bytes per parameter") {
   const ModelConfig config =
       LoadHfConfig(std::string(ZINF_SOURCE_DIR) + "/configs/llama-2-7b.json");
-  const std::vector<ExtentInfo> extents = LayoutExtents(
-      ExpectedExtents(config), WeightEncoding::For(DType::kQ4, DType::kF16, 64, {}));
+  const std::vector<ExtentInfo> extents =
+      LayoutExtents(ExpectedExtents(config), WeightEncoding::For(DType::kQ4, DType::kF16, 64, {}));
   double parameters = 0;
   for (const ExtentInfo& extent : extents)
     for (const TensorInfo& tensor : extent.tensors) parameters += tensor.num_elements();

@@ -9,7 +9,8 @@
 
 namespace zinf::testing {
 
-TEST_CASE("random checkpoints are self-consistent Hugging Face directories", "[random_checkpoint]") {
+TEST_CASE("random checkpoints are self-consistent Hugging Face directories",
+          "[random_checkpoint]") {
   struct Case {
     const char* name;
     RandomModelSpec spec;
@@ -44,7 +45,8 @@ TEST_CASE("random checkpoints are self-consistent Hugging Face directories", "[r
     for (const formats::SafetensorsTensor* tensor : checkpoint.all()) {
       CHECK(tensor->dtype == c.spec.dtype);
     }
-    const auto tokenizer = formats::LoadSentencePieceTokenizer(dir + "/tokenizer.model", true, false);
+    const auto tokenizer =
+        formats::LoadSentencePieceTokenizer(dir + "/tokenizer.model", true, false);
     CHECK(tokenizer->vocab_size() == config.vocab_size);
 
     if (config.family == Family::kOpt) {

@@ -49,7 +49,8 @@ TEST_CASE("stories260K model.safetensors opens with its 47 tensors", "[safetenso
     by_name[tensor.name] = &tensor;
   }
   CHECK(by_name.at("model.embed_tokens.weight")->shape == std::vector<int64_t>{512, 64});
-  CHECK(by_name.at("model.layers.0.self_attn.k_proj.weight")->shape == std::vector<int64_t>{32, 64});
+  CHECK(by_name.at("model.layers.0.self_attn.k_proj.weight")->shape ==
+        std::vector<int64_t>{32, 64});
   CHECK(by_name.at("model.layers.4.mlp.down_proj.weight")->shape == std::vector<int64_t>{64, 172});
   CHECK(by_name.at("model.norm.weight")->shape == std::vector<int64_t>{64});
   CHECK(by_name.at("model.norm.weight")->data.size() == 64 * 4);
@@ -58,7 +59,8 @@ TEST_CASE("stories260K model.safetensors opens with its 47 tensors", "[safetenso
   SafetensorsCheckpoint checkpoint(kStoriesDir);
   CHECK(checkpoint.all().size() == 47);
   REQUIRE(checkpoint.find("model.layers.2.mlp.up_proj.weight") != nullptr);
-  CHECK(checkpoint.find("model.layers.2.mlp.up_proj.weight")->shape == std::vector<int64_t>{172, 64});
+  CHECK(checkpoint.find("model.layers.2.mlp.up_proj.weight")->shape ==
+        std::vector<int64_t>{172, 64});
   CHECK(checkpoint.find("lm_head.weight") == nullptr);
 }
 
@@ -77,8 +79,9 @@ TEST_CASE("WriteSafetensors roundtrips names, dtypes, shapes and bytes", "[safet
   REQUIRE(file.tensors().size() == 4);
   CHECK(file.metadata().at("format") == "pt");
   for (const TensorToWrite& expected : tensors) {
-    const auto it = std::find_if(file.tensors().begin(), file.tensors().end(),
-                                 [&](const SafetensorsTensor& t) { return t.name == expected.name; });
+    const auto it =
+        std::find_if(file.tensors().begin(), file.tensors().end(),
+                     [&](const SafetensorsTensor& t) { return t.name == expected.name; });
     REQUIRE(it != file.tensors().end());
     CHECK(it->dtype == expected.dtype);
     CHECK(it->shape == expected.shape);
@@ -116,57 +119,65 @@ TEST_CASE("safetensors: hostile or broken headers are refused with a precise mes
   }
   SECTION("malformed JSON reports the byte offset") {
     const std::string path = WriteRaw(dir, "json.safetensors", R"({"a": {"dtype": "F32",,}})", 0);
-    CHECK_THAT(ErrorOf(path), Contains("json.safetensors") && Contains("malformed") &&
-                                  Contains("at byte 23"));
+    CHECK_THAT(ErrorOf(path),
+               Contains("json.safetensors") && Contains("malformed") && Contains("at byte 23"));
   }
   SECTION("overlapping offsets") {
-    const std::string path = WriteRaw(dir, "overlap.safetensors",
-        R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
-        R"( "y": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12);
+    const std::string path =
+        WriteRaw(dir, "overlap.safetensors",
+                 R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+                 R"( "y": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                 12);
     CHECK_THAT(ErrorOf(path), Contains("overlap.safetensors") && Contains("'y'") &&
                                   Contains("overlap tensor 'x'") && Contains("[4, 12]"));
   }
   SECTION("offsets past the end of the data") {
-    const std::string path = WriteRaw(dir, "past.safetensors",
-        R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8);
+    const std::string path =
+        WriteRaw(dir, "past.safetensors",
+                 R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8);
     CHECK_THAT(ErrorOf(path), Contains("past.safetensors") && Contains("'w'") &&
                                   Contains("end 16") && Contains("past the end"));
   }
   SECTION("offsets that overflow 64 bits") {
-    const std::string path = WriteRaw(dir, "wrap.safetensors",
+    const std::string path = WriteRaw(
+        dir, "wrap.safetensors",
         R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [18446744073709551615, 15]}})", 16);
-    CHECK_THAT(ErrorOf(path), Contains("wrap.safetensors") && Contains("'w'") &&
-                                  Contains("after end"));
+    CHECK_THAT(ErrorOf(path),
+               Contains("wrap.safetensors") && Contains("'w'") && Contains("after end"));
   }
   SECTION("a shape whose byte size overflows") {
-    const std::string path = WriteRaw(dir, "shape.safetensors",
+    const std::string path = WriteRaw(
+        dir, "shape.safetensors",
         R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 0);
-    CHECK_THAT(ErrorOf(path), Contains("shape.safetensors") && Contains("'w'") &&
-                                  Contains("overflows"));
+    CHECK_THAT(ErrorOf(path),
+               Contains("shape.safetensors") && Contains("'w'") && Contains("overflows"));
   }
   SECTION("byte range that does not match shape × dtype") {
-    const std::string path = WriteRaw(dir, "size.safetensors",
-        R"({"w": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 8]}})", 8);
-    CHECK_THAT(ErrorOf(path), Contains("size.safetensors") && Contains("'w'") &&
-                                  Contains("needs 6"));
+    const std::string path =
+        WriteRaw(dir, "size.safetensors",
+                 R"({"w": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 8]}})", 8);
+    CHECK_THAT(ErrorOf(path),
+               Contains("size.safetensors") && Contains("'w'") && Contains("needs 6"));
   }
   SECTION("negative dimension") {
-    const std::string path = WriteRaw(dir, "neg.safetensors",
-        R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}})", 0);
-    CHECK_THAT(ErrorOf(path), Contains("neg.safetensors") && Contains("'w'") &&
-                                  Contains("non-negative"));
+    const std::string path =
+        WriteRaw(dir, "neg.safetensors",
+                 R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}})", 0);
+    CHECK_THAT(ErrorOf(path),
+               Contains("neg.safetensors") && Contains("'w'") && Contains("non-negative"));
   }
   SECTION("unsupported dtype") {
-    const std::string path = WriteRaw(dir, "i64.safetensors",
-        R"({"position_ids": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}})", 8);
+    const std::string path =
+        WriteRaw(dir, "i64.safetensors",
+                 R"({"position_ids": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}})", 8);
     CHECK_THAT(ErrorOf(path), Contains("i64.safetensors") && Contains("'position_ids'") &&
                                   Contains("I64 is not supported"));
   }
   SECTION("missing field") {
-    const std::string path = WriteRaw(dir, "field.safetensors",
-        R"({"w": {"dtype": "F32", "shape": [1]}})", 4);
-    CHECK_THAT(ErrorOf(path), Contains("field.safetensors") && Contains("'w'") &&
-                                  Contains("data_offsets"));
+    const std::string path =
+        WriteRaw(dir, "field.safetensors", R"({"w": {"dtype": "F32", "shape": [1]}})", 4);
+    CHECK_THAT(ErrorOf(path),
+               Contains("field.safetensors") && Contains("'w'") && Contains("data_offsets"));
   }
 }
 
@@ -194,9 +205,9 @@ TEST_CASE("SafetensorsCheckpoint reads an indexed, sharded checkpoint", "[safete
     std::ofstream(dir + "/model.safetensors.index.json", std::ios::trunc)
         << R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
                "d": "model-00002-of-00002.safetensors"}})";
-    CHECK_THROWS_WITH(SafetensorsCheckpoint(dir),
-                      Contains("model.safetensors.index.json") && Contains("'d'") &&
-                          Contains("model-00002-of-00002.safetensors"));
+    CHECK_THROWS_WITH(SafetensorsCheckpoint(dir), Contains("model.safetensors.index.json") &&
+                                                      Contains("'d'") &&
+                                                      Contains("model-00002-of-00002.safetensors"));
   }
   SECTION("the same tensor in two shards") {
     WriteSafetensors(dir + "/model-00002-of-00002.safetensors",
@@ -210,7 +221,8 @@ TEST_CASE("SafetensorsCheckpoint reads an indexed, sharded checkpoint", "[safete
 
 TEST_CASE("SafetensorsCheckpoint refuses shards outside the directory", "[safetensors]") {
   const std::string dir = testing::MakeTempDir("st-evil");
-  for (const char* shard : {"../evil.safetensors", "/etc/evil.safetensors", "sub/../../evil.safetensors"}) {
+  for (const char* shard :
+       {"../evil.safetensors", "/etc/evil.safetensors", "sub/../../evil.safetensors"}) {
     std::ofstream(dir + "/model.safetensors.index.json", std::ios::trunc)
         << R"({"weight_map": {"w": ")" << shard << R"("}})";
     CHECK_THROWS_WITH(SafetensorsCheckpoint(dir), Contains("model.safetensors.index.json") &&
@@ -223,8 +235,8 @@ TEST_CASE("SafetensorsCheckpoint refuses pickle checkpoints and empty directorie
   const std::string dir = testing::MakeTempDir("st-pickle");
   CHECK_THROWS_WITH(SafetensorsCheckpoint(dir), Contains(dir) && Contains("model.safetensors"));
   std::ofstream(dir + "/pytorch_model.bin") << "not really a pickle";
-  CHECK_THROWS_WITH(SafetensorsCheckpoint(dir), Contains(dir) && Contains("pickle") &&
-                                                    Contains("safe_serialization=True"));
+  CHECK_THROWS_WITH(SafetensorsCheckpoint(dir),
+                    Contains(dir) && Contains("pickle") && Contains("safe_serialization=True"));
   CHECK_THROWS_WITH(SafetensorsCheckpoint(dir + "/missing"), Contains("does not exist"));
 }
 

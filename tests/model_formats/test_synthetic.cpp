@@ -80,8 +80,7 @@ TEST_CASE("a synthetic checkpoint loads, is deterministic in its seed, and honou
   CHECK_FALSE(checkpoint.tokenizer.has_value());
   CHECK(ReadAll(a + "/weights.bin") == ReadAll(b + "/weights.bin"));
   CHECK(ReadAll(a + "/weights.bin") != ReadAll(c + "/weights.bin"));
-  CHECK_THROWS_WITH(WriteSyntheticCheckpoint(config, a, options),
-                    Catch::Contains("--force"));
+  CHECK_THROWS_WITH(WriteSyntheticCheckpoint(config, a, options), Catch::Contains("--force"));
 }
 
 }  // namespace zinf::formats

@@ -105,13 +105,13 @@ TEST_CASE("FindInvalidUtf8 is strict", "[tokenizer]") {
   CHECK(FindInvalidUtf8("\xF4\x8F\xBF\xBF") == -1);  // U+10FFFF, the largest
   CHECK(FindInvalidUtf8("\x80") == 0);               // lone continuation byte
   CHECK(FindInvalidUtf8("ab\xFF") == 2);
-  CHECK(FindInvalidUtf8("\xC0\xAF") == 0);           // overlong '/'
-  CHECK(FindInvalidUtf8("a\xE0\x80\xAF") == 1);      // overlong, 3 bytes
-  CHECK(FindInvalidUtf8("\xF0\x80\x80\xAF") == 0);   // overlong, 4 bytes
-  CHECK(FindInvalidUtf8("x\xED\xA0\x80") == 1);      // surrogate U+D800
-  CHECK(FindInvalidUtf8("\xF4\x90\x80\x80") == 0);   // U+110000
-  CHECK(FindInvalidUtf8("ab\xE6\x97") == 2);         // truncated at the end
-  CHECK(FindInvalidUtf8("\xE6\x97x") == 0);          // truncated by an ASCII byte
+  CHECK(FindInvalidUtf8("\xC0\xAF") == 0);          // overlong '/'
+  CHECK(FindInvalidUtf8("a\xE0\x80\xAF") == 1);     // overlong, 3 bytes
+  CHECK(FindInvalidUtf8("\xF0\x80\x80\xAF") == 0);  // overlong, 4 bytes
+  CHECK(FindInvalidUtf8("x\xED\xA0\x80") == 1);     // surrogate U+D800
+  CHECK(FindInvalidUtf8("\xF4\x90\x80\x80") == 0);  // U+110000
+  CHECK(FindInvalidUtf8("ab\xE6\x97") == 2);        // truncated at the end
+  CHECK(FindInvalidUtf8("\xE6\x97x") == 0);         // truncated by an ASCII byte
   CHECK(FindInvalidUtf8(std::string_view("a\0b", 3)) == -1);
 }
 

@@ -48,7 +48,9 @@ class TensorMaker {
     for (float& value : values) value = normal(rng_);
     tensors_.push_back({name, dtype_, std::move(shape), ToBytes(values, dtype_)});
   }
-  void Matrix(const std::string& name, int64_t out, int64_t in) { Add(name, {out, in}, kMatrixStd); }
+  void Matrix(const std::string& name, int64_t out, int64_t in) {
+    Add(name, {out, in}, kMatrixStd);
+  }
   void Bias(const std::string& name, int64_t size) { Add(name, {size}, kBiasStd); }
   void Norm(const std::string& name, int64_t size) { Add(name, {size}, kNormStd, 1.0f); }
 
@@ -222,7 +224,8 @@ void WriteRandomHfCheckpoint(const std::string& dir, const RandomModelSpec& spec
                             spec.model_type == "opt" ? OptTensors(spec) : LlamaTensors(spec));
   if (spec.with_tokenizer) {
     const fs::path source = fs::path(ZINF_SOURCE_DIR) / "models" / "stories260K";
-    for (const char* name : {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
+    for (const char* name :
+         {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
       fs::copy_file(source / name, out / name, fs::copy_options::overwrite_existing);
     }
   }
@@ -235,8 +238,8 @@ std::vector<std::byte> ToBytes(const std::vector<float>& values, DType dtype) {
 }
 
 std::string MakeTempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("zinf-test-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path dir =
+      fs::temp_directory_path() / ("zinf-test-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

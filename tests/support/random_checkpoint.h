@@ -15,11 +15,11 @@ struct RandomModelSpec {
   std::string model_type = "llama";  // llama, mistral, qwen2, qwen3 or opt
   int vocab_size = 512;              // 512 matches the bundled stories260K tokenizer
   int hidden_size = 64;
-  int intermediate_size = 96;        // OPT: ffn_dim
+  int intermediate_size = 96;  // OPT: ffn_dim
   int num_layers = 2;
   int num_heads = 4;
-  int num_kv_heads = 2;              // OPT: ignored (always num_heads)
-  int head_dim = 0;                  // 0: hidden_size / num_heads, and not written to config.json
+  int num_kv_heads = 2;  // OPT: ignored (always num_heads)
+  int head_dim = 0;      // 0: hidden_size / num_heads, and not written to config.json
   int max_position_embeddings = 128;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
@@ -29,7 +29,7 @@ struct RandomModelSpec {
   int word_embed_proj_dim = 0;       // OPT: 0 means hidden_size (no project_in/out)
   DType dtype = DType::kF32;
   uint32_t seed = 1;
-  bool with_tokenizer = true;        // copy the stories260K tokenizer files
+  bool with_tokenizer = true;  // copy the stories260K tokenizer files
 };
 
 // Llama with attention_bias (q/k/v/o biases), GQA 4 heads / 2 kv heads, untied lm_head.

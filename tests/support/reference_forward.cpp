@@ -141,7 +141,8 @@ std::vector<double> ReferenceLastLogits(const std::string& hf_dir,
   for (size_t t = 0; t < n; ++t) {
     x[t] = embed[token_ids[t]];
     if (opt) {
-      if (w.Has(p + "project_in.weight")) x[t] = Linear(x[t], w.Matrix(p + "project_in.weight"), nullptr);
+      if (w.Has(p + "project_in.weight"))
+        x[t] = Linear(x[t], w.Matrix(p + "project_in.weight"), nullptr);
       const Mat positions = w.Matrix(p + "embed_positions.weight");
       for (int i = 0; i < hidden; ++i) x[t][i] += positions[t + 2][i];
     }
@@ -210,8 +211,10 @@ std::vector<double> ReferenceLastLogits(const std::string& hf_dir,
   }
   Vec last = x.back();
   if (opt) {
-    last = LayerNorm(last, w.Flat(p + "final_layer_norm.weight"), w.Flat(p + "final_layer_norm.bias"), eps);
-    if (w.Has(p + "project_out.weight")) last = Linear(last, w.Matrix(p + "project_out.weight"), nullptr);
+    last = LayerNorm(last, w.Flat(p + "final_layer_norm.weight"),
+                     w.Flat(p + "final_layer_norm.bias"), eps);
+    if (w.Has(p + "project_out.weight"))
+      last = Linear(last, w.Matrix(p + "project_out.weight"), nullptr);
   } else {
     last = RmsNorm(last, w.Flat(p + "norm.weight"), eps);
   }

@@ -33,9 +33,9 @@ TEST_CASE("convert and generate with a tokenizer.json checkpoint", "[hf_tokenize
   CHECK(nlohmann::json::parse(Lines(tokens.out)[0])["ids"] == nlohmann::json({1, 22557}));
 
   WriteFile(dir + "/p.txt", "Hello world\nThe quick brown fox\n");
-  const CliResult generate = RunZinf({"generate", "--model", dir + "/zinf", "--prompts",
-                                      dir + "/p.txt", "--out", dir + "/o.jsonl",
-                                      "--max-new-tokens", "5", "--ignore-eos"});
+  const CliResult generate =
+      RunZinf({"generate", "--model", dir + "/zinf", "--prompts", dir + "/p.txt", "--out",
+               dir + "/o.jsonl", "--max-new-tokens", "5", "--ignore-eos"});
   INFO(generate.err);
   REQUIRE(generate.exit_code == 0);
   const std::vector<std::string> lines = Lines(ReadFile(dir + "/o.jsonl"));

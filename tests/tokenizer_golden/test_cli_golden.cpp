@@ -40,9 +40,10 @@ void CheckThroughCli(const std::string& name) {
   int mismatches = 0;
   for (size_t i = 0; i < golden.size(); ++i) {
     INFO(name << " case " << golden[i]["case"]);
-    const bool same = nlohmann::json::parse(special_lines[i])["ids"] == golden[i]["ids_with_special"] &&
-                      nlohmann::json::parse(plain_lines[i])["ids"] == golden[i]["ids"] &&
-                      nlohmann::json::parse(decoded_lines[i])["text"] == golden[i]["decoded"];
+    const bool same =
+        nlohmann::json::parse(special_lines[i])["ids"] == golden[i]["ids_with_special"] &&
+        nlohmann::json::parse(plain_lines[i])["ids"] == golden[i]["ids"] &&
+        nlohmann::json::parse(decoded_lines[i])["text"] == golden[i]["decoded"];
     CHECK(same);
     mismatches += same ? 0 : 1;
   }
@@ -53,8 +54,8 @@ void CheckThroughCli(const std::string& name) {
 }  // namespace
 
 TEST_CASE("zinf tokenize/detokenize reproduce every golden line", "[hf_tokenizer][cli]") {
-  for (const char* name : {"gpt2", "opt-125m", "mistral-7b-v0.1", "phi-3-mini",
-                           "llama-3-8b-instruct", "qwen3"}) {
+  for (const char* name :
+       {"gpt2", "opt-125m", "mistral-7b-v0.1", "phi-3-mini", "llama-3-8b-instruct", "qwen3"}) {
     CheckThroughCli(name);
   }
 }
