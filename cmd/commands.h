@@ -15,7 +15,7 @@ void AddCalibrateCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddPerplexityCommand(CLI::App& app);
 
-// Set by the subcommand that ran: the process exit code (0, or 130 after Ctrl-C).
+// Set by the subcommand that ran: the process exit code (cmd/exit_codes.h).
 extern int g_exit_code;
 
 }  // namespace zinf::cli

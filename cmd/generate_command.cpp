@@ -10,6 +10,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cmd/exit_codes.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
@@ -214,7 +215,7 @@ void RunGenerate(GenerateOptions options) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
                  written(), output.path(), to_do - std::min(to_do, written()));
-    g_exit_code = 130;
+    g_exit_code = kExitInterrupted;
   }
 }
 
