@@ -16,7 +16,7 @@
 #include <set>
 
 #include "engine/error.h"
-#include "engine/sampler.h"
+#include "engine/request_limits.h"
 
 namespace zinf::cli {
 namespace {
@@ -57,35 +57,48 @@ const std::set<std::string, std::less<>> kKnownKeys = {
     "top_k", "top_p",      "min_p",      "repetition_penalty", "seed",
     "stop",  "ignore_eos", "logprobs"};
 
-int IntField(const Json& value, std::string_view key, int min_value) {
-  if (!value.is_number_integer()) Fail("\"{}\" must be an integer, got {}", key, value.dump());
-  constexpr int64_t kMax = std::numeric_limits<int>::max();
-  const bool too_big = value.is_number_unsigned() ? value.get<uint64_t>() > uint64_t{kMax}
-                                                  : value.get<int64_t>() > kMax;
-  if (too_big || (!value.is_number_unsigned() && value.get<int64_t>() < min_value)) {
-    Fail("\"{}\" must be an integer in [{}, {}], got {}", key, min_value, kMax, value.dump());
+// A per-request setting: its JSON type checked here, its range by the table the CLI's flags and
+// the generator share (engine/request_limits.h), in the same words.
+double SettingValue(const Json& value, RequestSetting setting, bool integer) {
+  const char* key = RequestSettingName(setting);
+  if (integer && !value.is_number_integer()) {
+    Fail("\"{}\" must be an integer, got {}", key, value.dump());
   }
-  return value.get<int>();
+  if (!value.is_number()) Fail("\"{}\" must be a number, got {}", key, value.dump());
+  const double number = value.get<double>();
+  if (std::string problem = RequestSettingProblem(setting, number); !problem.empty()) {
+    Fail("{} {}", key, problem);
+  }
+  return number;
 }
 
-double NumberField(const Json& value, std::string_view key) {
-  if (!value.is_number()) Fail("\"{}\" must be a number, got {}", key, value.dump());
-  return value.get<double>();
+int IntSetting(const Json& value, RequestSetting setting) {
+  return static_cast<int>(SettingValue(value, setting, /*integer=*/true));
+}
+
+double NumberSetting(const Json& value, RequestSetting setting) {
+  return SettingValue(value, setting, /*integer=*/false);
 }
 
 RequestOverrides ParseOverrides(const Json& object) {
   RequestOverrides o;
   if (auto it = object.find("max_new_tokens"); it != object.end()) {
-    o.max_new_tokens = IntField(*it, "max_new_tokens", 0);
+    o.max_new_tokens = IntSetting(*it, RequestSetting::kMaxNewTokens);
   }
   if (auto it = object.find("temperature"); it != object.end()) {
-    o.temperature = NumberField(*it, "temperature");
+    o.temperature = NumberSetting(*it, RequestSetting::kTemperature);
   }
-  if (auto it = object.find("top_k"); it != object.end()) o.top_k = IntField(*it, "top_k", 0);
-  if (auto it = object.find("top_p"); it != object.end()) o.top_p = NumberField(*it, "top_p");
-  if (auto it = object.find("min_p"); it != object.end()) o.min_p = NumberField(*it, "min_p");
+  if (auto it = object.find("top_k"); it != object.end()) {
+    o.top_k = IntSetting(*it, RequestSetting::kTopK);
+  }
+  if (auto it = object.find("top_p"); it != object.end()) {
+    o.top_p = NumberSetting(*it, RequestSetting::kTopP);
+  }
+  if (auto it = object.find("min_p"); it != object.end()) {
+    o.min_p = NumberSetting(*it, RequestSetting::kMinP);
+  }
   if (auto it = object.find("repetition_penalty"); it != object.end()) {
-    o.repetition_penalty = NumberField(*it, "repetition_penalty");
+    o.repetition_penalty = NumberSetting(*it, RequestSetting::kRepetitionPenalty);
   }
   if (auto it = object.find("seed"); it != object.end()) {
     if (!it->is_number_unsigned()) {  // nlohmann stores every non-negative integer as unsigned
@@ -109,16 +122,9 @@ RequestOverrides ParseOverrides(const Json& object) {
   }
   if (auto it = object.find("logprobs"); it != object.end()) {
     // true means the chosen token only (top 0), false means none.
-    o.logprobs = it->is_boolean() ? (it->get<bool>() ? 0 : -1) : IntField(*it, "logprobs", 0);
+    o.logprobs =
+        it->is_boolean() ? (it->get<bool>() ? 0 : -1) : IntSetting(*it, RequestSetting::kLogprobs);
   }
-  // Range checks for the sampling fields, with the engine's own rules and messages.
-  SamplingParams sampling;
-  if (o.temperature) sampling.temperature = *o.temperature;
-  if (o.top_k) sampling.top_k = *o.top_k;
-  if (o.top_p) sampling.top_p = *o.top_p;
-  if (o.min_p) sampling.min_p = *o.min_p;
-  if (o.repetition_penalty) sampling.repetition_penalty = *o.repetition_penalty;
-  ValidateSamplingParams(sampling);
   return o;
 }
 

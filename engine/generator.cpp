@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "engine/error.h"
+#include "engine/request_limits.h"
 #include "engine/sampler.h"
 
 namespace zinf {
@@ -25,8 +26,6 @@ bool Generator::Admit(Request&& request, const GeneratorCallbacks& callbacks) {
     problem = fmt::format("the prompt has {} tokens; the context holds {} (use a shorter prompt "
                           "or a larger --max-context)",
                           request.prompt_ids.size(), context);
-  } else if (request.max_new_tokens < 1) {
-    problem = fmt::format("max_new_tokens must be at least 1, got {}", request.max_new_tokens);
   } else {
     for (TokenId id : request.prompt_ids) {
       if (id < 0 || id >= vocab) {
@@ -36,13 +35,8 @@ bool Generator::Admit(Request&& request, const GeneratorCallbacks& callbacks) {
       }
     }
   }
-  if (problem.empty()) {
-    try {
-      ValidateSamplingParams(request.sampling);
-    } catch (const Error& error) {
-      problem = error.what();
-    }
-  }
+  // The same ranges and words as the CLI's flags and the prompt file's fields.
+  if (problem.empty()) problem = RequestSettingsProblem(request);
   if (!problem.empty()) {
     ++stats_.failed;
     callbacks.on_error(request, problem);

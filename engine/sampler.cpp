@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "engine/error.h"
+#include "engine/request_limits.h"
 
 namespace zinf {
 namespace {
@@ -34,21 +35,8 @@ int64_t ArgMax(std::span<const float> values) {
 }  // namespace
 
 void ValidateSamplingParams(const SamplingParams& params) {
-  // Written as !(ok) so that NaN fails every check.
-  if (!(params.temperature >= 0 && std::isfinite(params.temperature))) {
-    Fail("temperature must be a finite number >= 0 (0 means greedy), got {}", params.temperature);
-  }
-  if (params.top_k < 0) Fail("top_k must be >= 0 (0 means off), got {}", params.top_k);
-  if (!(params.top_p > 0 && params.top_p <= 1)) {
-    Fail("top_p must be in (0, 1] (1 means off), got {}", params.top_p);
-  }
-  if (!(params.min_p >= 0 && params.min_p <= 1)) {
-    Fail("min_p must be in [0, 1] (0 means off), got {}", params.min_p);
-  }
-  if (!(params.repetition_penalty > 0 && std::isfinite(params.repetition_penalty))) {
-    Fail("repetition_penalty must be a finite number > 0 (1 means off), got {}",
-         params.repetition_penalty);
-  }
+  // The ranges and their wording live in one table (engine/request_limits.h), shared with the CLI.
+  if (std::string problem = SamplingProblem(params); !problem.empty()) Fail("{}", problem);
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {

@@ -13,7 +13,8 @@
 namespace zinf {
 
 // Throws zinf::Error naming the first invalid field: temperature >= 0, top_k >= 0,
-// top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0 (all finite).
+// top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0 (all finite); engine/request_limits.h
+// holds the ranges.
 void ValidateSamplingParams(const SamplingParams& params);
 
 // Chooses the next token of one request. Each request owns its Sampler, seeded from

@@ -147,6 +147,15 @@ TEST_CASE("malformed jsonl lines are errors naming file and line", "[prompts]") 
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"stop\": [\"\"]}\n", jsonl), Catch::Contains("stop"));
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"max_new_tokens\": -1}\n", jsonl),
              Catch::Contains("max_new_tokens"));
+  // The engine's ranges and words (engine/request_limits.h), as the flags get them.
+  CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"max_new_tokens\": 0}\n", jsonl),
+             Catch::Contains("p.jsonl:1: max_new_tokens must be an integer >= 1"));
+  CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"top_p\": 2}\n", jsonl),
+             Catch::Contains("p.jsonl:1: top_p must be in (0, 1] (1 means off), got 2"));
+  CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"logprobs\": -1}\n", jsonl),
+             Catch::Contains("p.jsonl:1: logprobs must be an integer >= 0"));
+  CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"top_k\": 1.5}\n", jsonl),
+             Catch::Contains("\"top_k\" must be an integer, got 1.5"));
   CHECK_THAT(ErrorOf("{\"prompt\": \"a\", \"ignore_eos\": 1}\n", jsonl),
              Catch::Contains("ignore_eos"));
   // Duplicate ids, including an explicit id that equals another line's default.
