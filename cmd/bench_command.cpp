@@ -12,6 +12,7 @@
 #include "cmd/bench_report.h"
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cmd/flag_checks.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -256,31 +257,48 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "bench", "Throughput sweeps over batch size, lengths, placement and prefetch depth");
   command->add_option("--model", options->model_dir, "converted zinf checkpoint")->required();
-  command->add_option("--batch-size", options->batch_sizes, "comma list of sizes or auto")
+  // Every list item is checked while parsing (the parsers throw naming the flag), so a typo in
+  // the last item fails before the first configuration runs, not after.
+  command
+      ->add_option("--batch-size", options->batch_sizes,
+                   "comma list of sequences per batch (integers >= 1) or auto")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([](const std::string& text) { ParseBatchSize(text); });
   command
       ->add_option("--prompt-len", options->prompt_lens,
-                   "comma list of lengths N or ranges A:B (mixed lengths drawn from [A, B])")
+                   "comma list of prompt lengths in tokens, N or ranges A:B (mixed lengths drawn "
+                   "from [A, B])")
       ->delimiter(',')
-      ->capture_default_str();
-  command->add_option("--gen-len", options->gen_lens, "comma list of lengths N or ranges A:B")
+      ->capture_default_str()
+      ->each([](const std::string& text) { ParseLength(text, "--prompt-len"); });
+  command
+      ->add_option("--gen-len", options->gen_lens,
+                   "comma list of generated lengths in tokens, N or ranges A:B")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([](const std::string& text) { ParseLength(text, "--gen-len"); });
   command->add_option("--weights", options->weights, "comma list of auto, resident, stream")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(OneOf({"auto", "resident", "stream"}));
   command
-      ->add_option("--prefetch-depth", options->prefetch_depths, "comma list; -1 takes the plan's")
+      ->add_option("--prefetch-depth", options->prefetch_depths,
+                   "comma list of extents read ahead (integers >= 0); -1 takes the plan's")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntAtLeast(-1));
   command->add_option("--refill", options->refills, "comma list of continuous, static")
       ->delimiter(',')
-      ->capture_default_str();
-  command->add_option("--num-prompts", options->num_prompts,
-                      "prompts per run (default: one batch)");
+      ->capture_default_str()
+      ->check(OneOf({"continuous", "static"}));
+  command
+      ->add_option("--num-prompts", options->num_prompts,
+                   "prompts per run (default: one batch, at least 16)")
+      ->check(IntAtLeast(1, "leave the flag out for one batch"));
   command->add_option("--repeat", options->repeats, "runs per configuration")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
   SessionFlags swept;  // comma lists above, or set per run from the lengths
   swept.batch_size = swept.weights = swept.prefetch_depth = swept.max_context = false;
   AddSessionOptions(command, options->session, swept);

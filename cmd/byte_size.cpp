@@ -9,13 +9,21 @@
 
 namespace zinf::cli {
 
-uint64_t ParseByteSize(const std::string& text, const std::string& option_name) {
+namespace {
+
+// The size `text` names, or (value unset) what is wrong with it.
+struct SizeOrProblem {
+  uint64_t bytes = 0;
+  std::string problem;
+};
+
+SizeOrProblem ReadByteSize(const std::string& text) {
   size_t number_end = 0;
   double value = 0;
   try {
     value = std::stod(text, &number_end);
   } catch (const std::exception&) {
-    Fail("{}: '{}' is not a size (e.g. 24G, 512M, 1.5T)", option_name, text);
+    return {0, fmt::format("'{}' is not a size (e.g. 24G, 512M, 1.5T)", text)};
   }
   std::string unit = text.substr(number_end);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -27,11 +35,21 @@ uint64_t ParseByteSize(const std::string& text, const std::string& option_name) 
   else if (unit == "G") multiplier = 1024.0 * 1024 * 1024;
   else if (unit == "T") multiplier = 1024.0 * 1024 * 1024 * 1024;
   else if (!unit.empty() && unit != "B") {
-    Fail("{}: unknown unit in '{}' (use K, M, G or T)", option_name, text);
+    return {0, fmt::format("unknown unit in '{}' (use K, M, G or T)", text)};
   }
-  if (!(value >= 0) || !std::isfinite(value)) Fail("{}: '{}' is not a size", option_name, text);
-  return static_cast<uint64_t>(value * multiplier);
+  if (!(value >= 0) || !std::isfinite(value)) return {0, fmt::format("'{}' is not a size", text)};
+  return {static_cast<uint64_t>(value * multiplier), ""};
 }
+
+}  // namespace
+
+uint64_t ParseByteSize(const std::string& text, const std::string& option_name) {
+  const SizeOrProblem size = ReadByteSize(text);
+  if (!size.problem.empty()) Fail("{}: {}", option_name, size.problem);
+  return size.bytes;
+}
+
+std::string ByteSizeProblem(const std::string& text) { return ReadByteSize(text).problem; }
 
 uint64_t PhysicalMemoryBytes() {
   std::ifstream meminfo("/proc/meminfo");

@@ -10,6 +10,10 @@ namespace zinf::cli {
 // the option for anything else.
 uint64_t ParseByteSize(const std::string& text, const std::string& option_name);
 
+// "" when ParseByteSize accepts `text`, else what is wrong, without the option's name (for the
+// parse-time check of --cpu-mem and --gpu-mem).
+std::string ByteSizeProblem(const std::string& text);
+
 // Total physical memory of this machine, from /proc/meminfo (0 when unknown).
 uint64_t PhysicalMemoryBytes();
 

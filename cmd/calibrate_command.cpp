@@ -3,6 +3,7 @@
 
 #include "cmd/calibration.h"
 #include "cmd/commands.h"
+#include "cmd/flag_checks.h"
 
 namespace zinf::cli {
 
@@ -18,7 +19,8 @@ void AddCalibrateCommand(CLI::App& app) {
   command->add_option("--file", options->file,
                       "read this file (e.g. a checkpoint's weights.bin) to measure the disk; "
                       "default: a temporary 1 GiB file in the cache directory");
-  command->add_option("--threads", options->threads, "CPU threads (default: all cores)");
+  command->add_option("--threads", options->threads, "CPU threads (default: all cores)")
+      ->check(IntAtLeast(1, "leave the flag out for all cores"));
   command->callback([options] {
     const int threads = options->threads > 0
                             ? options->threads

@@ -1,8 +1,9 @@
-// zinf convert HF_DIR OUT_DIR [--dtype f32|f16|bf16|int8|int4] [--group-size N] [--keep-float …]
-// zinf convert --synthetic CONFIG.json OUT_DIR [--dtype …] [--seed N]
+// zinf convert SRC DST [--dtype f32|f16|bf16|int8|int4] [--group-size N] [--keep-float …]
+// zinf convert --synthetic CONFIG.json DST [--dtype …] [--seed N]
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.h"
+#include "cmd/flag_checks.h"
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
 #include "model_formats/converter.h"
@@ -14,7 +15,8 @@ namespace zinf::cli {
 namespace {
 
 struct ConvertCommandOptions {
-  std::vector<std::string> paths;  // HF_DIR OUT_DIR, or OUT_DIR with --synthetic
+  std::string src;  // the Hugging Face directory; none with --synthetic
+  std::string dst;
   std::string synthetic_config;
   std::string dtype;
   int group_size = 64;
@@ -23,12 +25,30 @@ struct ConvertCommandOptions {
   bool force = false;
 };
 
-void RunConvert(const ConvertCommandOptions& options) {
+// The positionals as given: SRC DST, or DST alone with --synthetic (CLI11 fills SRC first, so a
+// lone path moves to DST). A mistake is a usage error, exit 2, like those CLI11 finds itself.
+void ResolvePaths(ConvertCommandOptions& options) {
+  constexpr const char* kUsage =
+      "zinf convert SRC DST, or zinf convert --synthetic CONFIG.json DST";
   const bool synthetic = !options.synthetic_config.empty();
-  const size_t expected_paths = synthetic ? 1 : 2;
-  if (options.paths.size() != expected_paths) {
-    Fail("usage: zinf convert HF_DIR OUT_DIR, or zinf convert --synthetic CONFIG.json OUT_DIR");
+  if (synthetic) {
+    if (!options.dst.empty()) {
+      throw CLI::ValidationError(fmt::format(
+          "--synthetic writes weights of CONFIG.json's shape into DST, so it takes no SRC ({})",
+          kUsage));
+    }
+    std::swap(options.src, options.dst);
   }
+  if ((options.src.empty() && !synthetic) || options.dst.empty()) {
+    throw CLI::RequiredError(
+        fmt::format("convert needs {} ({})", synthetic ? "DST" : "SRC and DST", kUsage),
+        CLI::ExitCodes::RequiredError);
+  }
+}
+
+void RunConvert(ConvertCommandOptions options) {
+  ResolvePaths(options);
+  const bool synthetic = !options.synthetic_config.empty();
   std::optional<DType> dtype;
   if (!options.dtype.empty()) {
     dtype = ParseDType(options.dtype);
@@ -40,7 +60,7 @@ void RunConvert(const ConvertCommandOptions& options) {
     progress.SetTotal(total);
     progress.Update(done, fmt::format("{:.1f}/{:.1f} MiB", done / 1048576.0, total / 1048576.0));
   };
-  const std::string& out_dir = options.paths.back();
+  const std::string& out_dir = options.dst;
   formats::ConvertSummary summary;
   if (synthetic) {
     formats::SyntheticOptions synthetic_options;
@@ -59,7 +79,7 @@ void RunConvert(const ConvertCommandOptions& options) {
     convert.keep_float = keep_float;
     convert.overwrite = options.force;
     convert.progress = on_progress;
-    summary = formats::ConvertCheckpoint(options.paths.front(), out_dir, convert);
+    summary = formats::ConvertCheckpoint(options.src, out_dir, convert);
   }
   progress.Finish();
   spdlog::info("wrote {}: {} tensors in {} extents, {:.1f} MiB{}", out_dir, summary.num_tensors,
@@ -74,25 +94,34 @@ void AddConvertCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "convert", "Convert a Hugging Face checkpoint (config.json, *.safetensors, tokenizer) into "
                  "zinf's streaming format, or write a synthetic one from a config.json");
-  command->add_option("paths", options->paths, "HF_DIR OUT_DIR (or OUT_DIR with --synthetic)")
-      ->required()
-      ->expected(1, 2);
+  // Both optional to CLI11, which would fill SRC with the lone path of `--synthetic CONFIG DST`;
+  // ResolvePaths sorts them out.
+  command->add_option("SRC", options->src,
+                      "Hugging Face checkpoint directory (config.json, *.safetensors, "
+                      "tokenizer); left out with --synthetic");
+  command->add_option("DST", options->dst, "directory to write the zinf checkpoint into");
   command->add_option("--synthetic", options->synthetic_config,
                       "write deterministic pseudo-random weights of this config.json's shape "
-                      "(no download needed; for benchmarks)");
-  command->add_option("--dtype", options->dtype,
-                      "weight dtype: f32, f16 or bf16 (default: as stored; f16 for --synthetic); "
-                      "int8 (per output row) or int4 (group-wise) quantizes the weight matrices "
-                      "and keeps norms and biases as stored");
+                      "into DST (no download needed; for benchmarks)");
+  command
+      ->add_option("--dtype", options->dtype,
+                   "weight dtype: f32, f16 or bf16 (default: as stored; f16 for --synthetic); "
+                   "int8 (per output row) or int4 (group-wise) quantizes the weight matrices "
+                   "and keeps norms and biases as stored")
+      ->check(OneOf({"f32", "f16", "bf16", "int8", "int4"}));
   command
       ->add_option("--group-size", options->group_size,
-                   "int4: elements per group sharing a scale and minimum (32, 64 or 128)")
-      ->capture_default_str();
+                   "int4: weights per group sharing a scale and minimum (32, 64 or 128)")
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
   command->add_option("--keep-float", options->keep_float,
                       "matrices left unquantized: a comma list of embed, head, none, or "
                       "canonical names such as lm_head, down (default: none)");
-  command->add_option("--seed", options->seed, "seed of the synthetic weights")
-      ->capture_default_str();
+  command
+      ->add_option("--seed", options->seed,
+                   "seed of the synthetic weights, an integer in [0, 2^64)")
+      ->capture_default_str()
+      ->check(UnsignedInt());
   command->add_flag("--force", options->force, "overwrite an existing converted checkpoint");
   command->callback([options] { RunConvert(*options); });
 }

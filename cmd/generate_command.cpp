@@ -12,6 +12,7 @@
 #include "cmd/engine_session.h"
 #include "cmd/exit_codes.h"
 #include "cmd/fault_injection.h"
+#include "cmd/flag_checks.h"
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
 #include "cmd/progress_bar.h"
@@ -244,24 +245,65 @@ void AddGenerateCommand(CLI::App& app) {
   command
       ->add_option("--refill", options->refill,
                    "continuous (a finished sequence's slot is refilled at once) or static")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(OneOf({"continuous", "static"}));
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "
                       "comma-separated list of short, eagain, eio:EXTENT[@N], flip:EXTENT[@N] "
                       "(docs/reliability.md)");
   Request& d = options->defaults;
-  command->add_option("--max-new-tokens", d.max_new_tokens)->capture_default_str();
-  command->add_option("--temperature", d.sampling.temperature, "0 is greedy")
-      ->capture_default_str();
-  command->add_option("--top-k", d.sampling.top_k, "0 is off")->capture_default_str();
-  command->add_option("--top-p", d.sampling.top_p)->capture_default_str();
-  command->add_option("--min-p", d.sampling.min_p)->capture_default_str();
-  command->add_option("--repetition-penalty", d.sampling.repetition_penalty)->capture_default_str();
-  command->add_option("--seed", d.sampling.seed)->capture_default_str();
-  command->add_option("--stop", d.stop, "stop string (repeatable)");
-  command->add_flag("--ignore-eos", d.ignore_eos, "keep generating to max-new-tokens");
-  command->add_option("--logprobs", d.logprobs,
-                      "N: log-probability of each chosen token plus the top N");
+  // Each per-request setting is checked against the engine's table while parsing
+  // (engine/request_limits.h), in the words a bad prompt-file field gets.
+  command
+      ->add_option("--max-new-tokens", d.max_new_tokens,
+                   "most tokens generated per request, >= 1 (EOS and --stop end it sooner)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kMaxNewTokens));
+  command
+      ->add_option("--temperature", d.sampling.temperature,
+                   "divides the logits before sampling, >= 0 (0: greedy, always the most likely "
+                   "token)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kTemperature));
+  command
+      ->add_option("--top-k", d.sampling.top_k,
+                   "sample among the K most likely tokens, K >= 0 (0: off)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kTopK));
+  command
+      ->add_option("--top-p", d.sampling.top_p,
+                   "sample among the most likely tokens whose probabilities sum to P, a "
+                   "probability in (0, 1] (1: off)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kTopP));
+  command
+      ->add_option("--min-p", d.sampling.min_p,
+                   "drop tokens less likely than M times the most likely one, a fraction in "
+                   "[0, 1] (0: off)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kMinP));
+  command
+      ->add_option("--repetition-penalty", d.sampling.repetition_penalty,
+                   "factor > 0 dividing the positive logits (multiplying the negative ones) of "
+                   "tokens already in the prompt or output (1: off)")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kRepetitionPenalty));
+  command
+      ->add_option("--seed", d.sampling.seed,
+                   "seed of each request's sampler, an integer in [0, 2^64): the same seed gives "
+                   "the same tokens in any batch")
+      ->capture_default_str()
+      ->check(UnsignedInt());
+  command->add_option("--stop", d.stop,
+                      "stop string (repeatable): generation ends where one appears, and it is "
+                      "left out of the result (docs/cli.md)");
+  command->add_flag("--ignore-eos", d.ignore_eos,
+                    "keep generating past end-of-sequence, to --max-new-tokens");
+  command
+      ->add_option("--logprobs", d.logprobs,
+                   "N >= 0: each generated token's log-probability (natural log) and text, plus "
+                   "the N most likely alternatives (default: none)")
+      ->check(SettingCheck(RequestSetting::kLogprobs));
   command->callback([options] { RunGenerate(*options); });
 }
 

@@ -8,6 +8,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cmd/flag_checks.h"
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
 #include "engine/perplexity.h"
@@ -94,13 +95,18 @@ void AddPerplexityCommand(CLI::App& app) {
   command->add_option("--model", options->model_dir, "converted zinf checkpoint directory")
       ->required();
   command->add_option("--text", options->text_path, "UTF-8 text to score")->required();
-  command->add_option("--context", options->context,
-                      "tokens per window (default: the model's context, at most 512)");
-  command->add_option("--stride", options->stride,
-                      "tokens between window starts; each token is scored once (default: "
-                      "context / 2, so every scored token has at least half a window of history)");
+  command
+      ->add_option("--context", options->context,
+                   "tokens per window (default: the model's context, at most 512)")
+      ->check(IntAtLeast(2, "leave the flag out for the model's, at most 512"));
+  command
+      ->add_option("--stride", options->stride,
+                   "tokens between window starts; each token is scored once (default: "
+                   "context / 2, so every scored token has at least half a window of history)")
+      ->check(IntAtLeast(1, "leave the flag out for context / 2"));
   command->add_option("--step-tokens", options->step_tokens, "tokens per forward step")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
   command->add_option("--json", options->json_path, "also write the result as JSON here");
   SessionFlags flags;  // one sequence of --context positions in steps of --step-tokens
   flags.batch_size = flags.max_context = flags.step_tokens = flags.micro_batch_tokens = false;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.h"
+#include "cmd/flag_checks.h"
 #include "cmd/plan_json.h"
 #include "cmd/prompt_file.h"
 #include "cmd/session_plan.h"
@@ -148,7 +149,8 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--model", options->model_dir, "converted zinf checkpoint directory");
   command->add_option("--config", options->config, "a Hugging Face config.json (see configs/)");
   command->add_option("--dtype", options->dtype, "weight dtype assumed with --config")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(OneOf({"f32", "f16", "bf16", "int8", "int4"}));
   command->add_option("--json", options->json_path,
                       "also write the plan as JSON here (what generate's --metrics-json embeds)");
   command->add_option("--prompts", options->prompts,
@@ -158,16 +160,19 @@ void AddPlanCommand(CLI::App& app) {
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;
   const auto rate = [&](const char* name, std::optional<double>& target, const char* help) {
-    command->add_option_function<double>(
-        name, [&target](double value) { target = value; }, help);
+    command
+        ->add_option_function<double>(
+            name, [&target](double value) { target = value; }, help)
+        ->check(PositiveNumber());
   };
-  rate("--disk-gbps", rates.disk_gbps, "disk read rate (default: zinf calibrate's)");
-  rate("--dram-gbps", rates.dram_gbps, "DRAM read rate (default: zinf calibrate's)");
+  rate("--disk-gbps", rates.disk_gbps, "disk read rate in GB/s (default: zinf calibrate's)");
+  rate("--dram-gbps", rates.dram_gbps, "DRAM read rate in GB/s (default: zinf calibrate's)");
   rate("--gflops", rates.gflops,
-       "compute rate, for every weight dtype (default: zinf calibrate's, per dtype)");
-  rate("--pcie-gbps", rates.pcie_gbps, "pinned host-to-device copy rate (cuda; default 25)");
-  rate("--hbm-gbps", rates.hbm_gbps, "device-memory read rate (cuda; default 3000)");
-  rate("--tflops", rates.tflops, "device matmul rate (cuda; default 400)");
+       "compute rate in GFLOP/s, for every weight dtype (default: zinf calibrate's, per dtype)");
+  rate("--pcie-gbps", rates.pcie_gbps,
+       "pinned host-to-device copy rate in GB/s (cuda; default 25)");
+  rate("--hbm-gbps", rates.hbm_gbps, "device-memory read rate in GB/s (cuda; default 3000)");
+  rate("--tflops", rates.tflops, "device matmul rate in TFLOP/s (cuda; default 400)");
   command->callback([options] { RunPlan(*options); });
 }
 

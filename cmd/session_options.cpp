@@ -1,6 +1,7 @@
 // The shared engine flags (cmd/session_options.h): registered once, parsed into enums at once.
 #include "cmd/session_options.h"
 
+#include "cmd/flag_checks.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -68,13 +69,19 @@ const char* WeightsModeName(WeightsMode mode) {
 void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
   AddParsed(command, "--device", choice.device, ParseDevice, BackendName(choice.device),
             "cpu, or cuda (weights resident in GPU memory)");
-  command->add_option("--gpu", choice.gpu, "CUDA device index")->capture_default_str();
+  command->add_option("--gpu", choice.gpu, "CUDA device index (0 is the first GPU)")
+      ->capture_default_str()
+      ->check(IntAtLeast(0));
   AddParsed(command, "--gpu-compute", choice.gpu_compute, ParseGpuCompute,
             choice.gpu_compute == GpuCompute::kF32 ? "f32" : "bf16",
             "what f32 weights are multiplied in on the GPU: bf16 or f32 (f16/bf16 checkpoints "
             "use their own type; products accumulate in f32)");
-  command->add_option("--gpu-mem", choice.gpu_mem,
-                      "GPU memory budget, e.g. 70G (default: whatever the device has free)");
+  command
+      ->add_option("--gpu-mem", choice.gpu_mem,
+                   "GPU memory budget in bytes, K/M/G/T suffixes binary, e.g. 70G (default: "
+                   "whatever the device has free)")
+      ->type_name("SIZE")
+      ->check(ByteSizeCheck());
   AddParsed(command, "--kv-offload", choice.kv_offload, ParseKvOffload,
             choice.kv_offload ? "cpu" : "none",
             "cuda: none, or cpu — the KV cache in DRAM and attention on the CPU, so device "
@@ -88,23 +95,30 @@ void AddSessionOptions(CLI::App* command, SessionOptions& options, const Session
               "sequences generated at once, or auto: the planner's best under the budgets");
   }
   if (flags.max_context) {
-    command->add_option("--max-context", options.max_context,
-                        "positions per sequence (default: the model's, at most 4096)");
+    command
+        ->add_option("--max-context", options.max_context,
+                     "positions (tokens: prompt plus generated) per sequence (default: the "
+                     "model's, at most 4096)")
+        ->check(IntAtLeast(1, "leave the flag out for the model's"));
   }
   if (flags.step_tokens) {
     command
         ->add_option("--step-tokens", options.step_tokens,
                      "most tokens per forward step (prompt chunks plus decode tokens)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(IntAtLeast(1));
   }
   if (flags.micro_batch_tokens) {
     command
         ->add_option("--micro-batch-tokens", options.micro_batch_tokens,
-                     "rows per micro-batch: each layer runs the step's micro-batches in turn, "
-                     "so --step-tokens can exceed what the activations hold (0: one per step)")
-        ->capture_default_str();
+                     "tokens (rows) per micro-batch: each layer runs the step's micro-batches in "
+                     "turn, so --step-tokens can exceed what the activations hold (0: one per "
+                     "step)")
+        ->capture_default_str()
+        ->check(IntAtLeast(0));
   }
-  command->add_option("--threads", options.threads, "CPU threads (default: all cores)");
+  command->add_option("--threads", options.threads, "CPU threads (default: all cores)")
+      ->check(IntAtLeast(1, "leave the flag out for all cores"));
   AddParsed(command, "--kv-dtype", options.kv_dtype, ParseKvDtype,
             std::string(DTypeName(options.kv_dtype)),
             "KV cache dtype: f32, or int8 (a quarter of the memory: larger batches)");
@@ -114,12 +128,17 @@ void AddSessionOptions(CLI::App* command, SessionOptions& options, const Session
               "auto (the planner places each extent under the budgets), resident (read once) or "
               "stream (re-read every step)");
   }
-  command->add_option("--cpu-mem", options.cpu_mem,
-                      "DRAM budget for weights, staging, KV cache and activations, e.g. 24G "
-                      "(default: this machine's memory)");
+  command
+      ->add_option("--cpu-mem", options.cpu_mem,
+                   "DRAM budget in bytes for weights, staging, KV cache and activations, K/M/G/T "
+                   "suffixes binary, e.g. 24G (default: this machine's memory)")
+      ->type_name("SIZE")
+      ->check(ByteSizeCheck());
   if (flags.prefetch_depth) {
-    command->add_option("--prefetch-depth", options.prefetch_depth,
-                        "extents read ahead while one computes (default: the plan's)");
+    command
+        ->add_option("--prefetch-depth", options.prefetch_depth,
+                     "extents read ahead while one computes (default: the plan's)")
+        ->check(IntAtLeast(0, "leave the flag out for the plan's"));
   }
   AddDeviceOptions(command, options.device);
 }
