@@ -230,7 +230,8 @@ void AddGenerateCommand(CLI::App& app) {
   command
       ->add_option("--prompts", options->prompts,
                    ".txt (one prompt per line) or .jsonl ({\"id\", \"prompt\" or "
-                   "\"prompt_ids\", per-request settings})")
+                   "\"prompt_ids\", per-request settings}); '-' reads stdin: JSONL when its "
+                   "first non-blank character is '{', else text (docs/cli.md)")
       ->required();
   command->add_option("--out", options->out, "JSONL output file, '-' for stdout")
       ->capture_default_str();

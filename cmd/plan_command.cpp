@@ -155,7 +155,7 @@ void AddPlanCommand(CLI::App& app) {
                       "also write the plan as JSON here (what generate's --metrics-json embeds)");
   command->add_option("--prompts", options->prompts,
                       "the prompt file generate would run: --batch-size auto takes no more "
-                      "sequences than it has prompts");
+                      "sequences than it has prompts ('-': stdin)");
   options->session.batch_size = 8;
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;

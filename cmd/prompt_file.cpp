@@ -2,6 +2,7 @@
 // Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
 #include "cmd/prompt_file.h"
 #include "cmd/json_message.h"
+#include "cmd/stdin_prompts.h"
 #include "model_formats/json_depth.h"
 
 #include <spdlog/spdlog.h>
@@ -292,6 +293,12 @@ std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view
 
 PromptFileReader::PromptFileReader(const std::string& path, const PromptFileOptions& options)
     : path_(path), format_(PromptFileFormatFor(path)), options_(options) {
+  if (path == kStdinPrompts) {  // stdin has no extension: its first character tells the format
+    path_ = "stdin";
+    file_ = OpenSpooledStdin();
+    format_ = SpoolStdin().looks_jsonl ? PromptFileFormat::kJsonl : PromptFileFormat::kText;
+    return;
+  }
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) Fail("cannot open prompt file {}: {}", path, std::strerror(errno));
 }

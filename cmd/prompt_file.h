@@ -58,6 +58,8 @@ PromptFileFormat PromptFileFormatFor(std::string_view path);
 // the longest line plus, for JSONL, the set of ids seen (to refuse duplicates); a text file's ids
 // are its line numbers and need no set.
 // Ownership: owns the open file. Thread-safety: none.
+// PATH "-" reads stdin (cmd/stdin_prompts.h): JSONL when its first non-blank character is '{',
+// else text; messages then name it "stdin".
 // Failure: throws zinf::Error "cannot open prompt file PATH: <strerror>" from the constructor,
 // and from Next() "PATH:LINE: <what is wrong>" for a malformed line (bad JSON, wrong types,
 // unknown keys, both or neither of prompt/prompt_ids, a duplicate id) unless
