@@ -91,7 +91,7 @@ class RequestFeed {
       }
       if (!entry->error.empty()) {
         spdlog::warn("request {} (line {}): {}", entry->id, entry->line, entry->error);
-        output_.AppendError(entry->id, entry->line, entry->error);
+        output_.AppendError({entry->id, entry->id_is_number}, entry->line, entry->error);
         ++errors_written_;
         continue;
       }
@@ -174,7 +174,7 @@ void RunGenerate(GenerateOptions options) {
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
     spdlog::warn("request {} (line {}): {}", request.id, request.line_number, message);
-    output.AppendError(request.id, request.line_number, message);
+    output.AppendError({request.id, request.id_is_number}, request.line_number, message);
     progress.Update(++finished + feed.errors_written());
   };
   callbacks.on_step = [&](const GenerationStats& stats) {

@@ -155,6 +155,7 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
   if (auto it = object.find("id"); it != object.end()) {
     if (it->is_string()) {
       entry.id = it->get<std::string>();
+      entry.id_is_number = false;
     } else if (it->is_number_integer()) {
       entry.id = it->dump();
     } else {
@@ -350,6 +351,7 @@ void ApplyOverrides(const RequestOverrides& overrides, Request& request) {
 Request RequestFor(const PromptEntry& entry, const Request& defaults) {
   Request request = defaults;
   request.id = entry.id;
+  request.id_is_number = entry.id_is_number;
   request.line_number = entry.line;
   if (entry.ids) request.prompt_ids = *entry.ids;
   ApplyOverrides(entry.overrides, request);

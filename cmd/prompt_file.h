@@ -32,7 +32,10 @@ struct RequestOverrides {
 // One request read from the prompt file. Exactly one of `text` and `ids` is set.
 struct PromptEntry {
   int64_t line = 0;  // 1-based line in the prompt file
-  std::string id;    // as given ("id"), else the line number
+  std::string id;    // as given ("id"; a number as its JSON text), else the line number
+  // "id" was a JSON integer, or there was none and the id is the line number (written back as
+  // a number). Either way 7 and "7" are the same id: a duplicate in one file, done on resume.
+  bool id_is_number = true;
   std::optional<std::string> text;
   std::optional<std::vector<TokenId>> ids;
   RequestOverrides overrides;

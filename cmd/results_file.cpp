@@ -25,6 +25,16 @@ std::string Dump(const Json& object) {
   return object.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
+Json IdJson(const ResultId& id) {
+  if (id.is_number) {
+    // The canonical text of a JSON integer (prompt_file.cpp made it): parsed back, it is that
+    // integer again, however large.
+    Json number = Json::parse(id.text.begin(), id.text.end(), nullptr, /*allow_exceptions=*/false);
+    if (number.is_number_integer()) return number;
+  }
+  return std::string(id.text);
+}
+
 Json LogprobJson(const TokenLogprob& logprob) {
   Json object;
   object["id"] = logprob.id;
@@ -110,12 +120,13 @@ void ResultsFile::LoadForResume() {
            path_, line, JsonMessage(error));
     }
     const auto id = object.is_object() ? object.find("id") : object.end();
-    if (!object.is_object() || id == object.end() || !id->is_string()) {
-      Fail("{}:{}: not a zinf result (a JSON object with a string \"id\"); is this the right "
-           "--out file?",
+    if (!object.is_object() || id == object.end() ||
+        !(id->is_string() || id->is_number_integer())) {
+      Fail("{}:{}: not a zinf result (a JSON object with a string or integer \"id\"); is this "
+           "the right --out file?",
            path_, line);
     }
-    done_ids_.insert(id->get<std::string>());
+    done_ids_.insert(id->is_string() ? id->get<std::string>() : id->dump());  // 7 is "7"
   }
   if (!done_ids_.empty()) {
     spdlog::info("{}: resuming; {} requests already done", path_, done_ids_.size());
@@ -124,7 +135,7 @@ void ResultsFile::LoadForResume() {
 
 void ResultsFile::Append(const Completion& completion, const AppendExtras& extras) {
   Json object;
-  object["id"] = completion.id;
+  object["id"] = IdJson({completion.id, completion.id_is_number});
   object["text"] = completion.text;
   object["token_ids"] = completion.token_ids;
   object["finish_reason"] = FinishReasonName(completion.finish_reason);
@@ -145,9 +156,9 @@ void ResultsFile::Append(const Completion& completion, const AppendExtras& extra
   WriteLine(Dump(object));
 }
 
-void ResultsFile::AppendError(std::string_view id, int64_t line, std::string_view message) {
+void ResultsFile::AppendError(const ResultId& id, int64_t line, std::string_view message) {
   Json object;
-  object["id"] = std::string(id);
+  object["id"] = IdJson(id);
   if (line > 0) object["line"] = line;
   object["error"] = std::string(message);
   object["finish_reason"] = "error";

@@ -12,16 +12,26 @@
 
 namespace zinf::cli {
 
+// A request's id as a results line holds it: a JSON number when the prompt file gave a number
+// (or the id is a line number), else a string. Converts from a plain string id.
+struct ResultId {
+  ResultId(std::string_view text, bool is_number = false) : text(text), is_number(is_number) {}
+  ResultId(const std::string& text) : text(text) {}
+  ResultId(const char* text) : text(text) {}
+  std::string_view text;
+  bool is_number = false;
+};
+
 // Written with each completion, beside what Completion itself carries.
 struct AppendExtras {
   int64_t line = 0;  // the request's line in the prompt file; written as "line" when > 0
 };
 
 // One JSON object per line, e.g.
-//   {"id":"3","text":"...","token_ids":[...],"finish_reason":"length","prompt_tokens":5,
+//   {"id":3,"text":"...","token_ids":[...],"finish_reason":"length","prompt_tokens":5,
 //    "completion_tokens":16,"line":3,"logprobs":[{"id":..,"logprob":..,"top":[{..}]}]}
-//   {"id":"7","line":7,"error":"...","finish_reason":"error"}
-// "id" is always a JSON string. Text that is not valid UTF-8 (a byte-fallback token cut mid
+//   {"id":"q7","line":7,"error":"...","finish_reason":"error"}
+// "id" keeps the prompt file's JSON type (ResultId). Text that is not valid UTF-8 (a byte-fallback token cut mid
 // character) is written with U+FFFD in place of each invalid byte.
 //
 // Durability: each line is one write(2) on an O_APPEND descriptor followed by fdatasync, so a
@@ -37,8 +47,8 @@ class ResultsFile {
   // path "-" means stdout (resume is then an error). Without `resume`, an existing non-empty file
   // is an error, so finished work is never overwritten. With `resume`, the existing file is read:
   // a torn final line (no trailing '\n') is truncated away, and the ids of its lines (completions
-  // and errors alike) become done_ids(); a line that is not a JSON object with a string "id" is
-  // an error naming that line.
+  // and errors alike) become done_ids(); a line that is not a JSON object with a string or
+  // integer "id" is an error naming that line. 7 and "7" are one id, as in the prompt file.
   ResultsFile(const std::string& path, bool resume);
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
@@ -50,7 +60,7 @@ class ResultsFile {
 
   void Append(const Completion& completion, const AppendExtras& extras = {});
   // A request that could not run (prompt not valid UTF-8, too long for the context, ...).
-  void AppendError(std::string_view id, int64_t line, std::string_view message);
+  void AppendError(const ResultId& id, int64_t line, std::string_view message);
 
  private:
   void LoadForResume();

@@ -49,6 +49,7 @@ bool Generator::Admit(Request&& request, const GeneratorCallbacks& callbacks) {
     sequence.request.prompt_ids.clear();
     sequence.num_prompt = static_cast<int>(sequence.tokens.size());
     sequence.completion.id = sequence.request.id;
+    sequence.completion.id_is_number = sequence.request.id_is_number;
     sequence.completion.prompt_tokens = sequence.num_prompt;
     return true;
   }

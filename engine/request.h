@@ -20,7 +20,10 @@ struct SamplingParams {
 };
 
 struct Request {
-  std::string id;           // as given in the prompt file, or its line number
+  std::string id;  // as given in the prompt file, or its line number
+  // The id was a JSON number in the prompt file (or is the line number): results write it back
+  // as one, so ids keep their JSON type from input to output.
+  bool id_is_number = false;
   int64_t line_number = 0;  // 1-based line in the prompt file, for messages
   std::vector<TokenId> prompt_ids;
   int max_new_tokens = 128;
@@ -53,6 +56,7 @@ struct StepLogprobs {
 
 struct Completion {
   std::string id;
+  bool id_is_number = false;       // as Request::id_is_number
   std::string text;                // generated text, without the stop string
   std::vector<TokenId> token_ids;  // generated tokens (EOS included when it ended the request)
   FinishReason finish_reason = FinishReason::kLength;

@@ -105,13 +105,17 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+std::string IdKey(const nlohmann::json& id) {
+  return id.is_string() ? id.get<std::string>() : id.dump();
+}
+
 std::map<std::string, std::string> LinesById(const std::string& jsonl) {
   std::map<std::string, std::string> by_id;
   for (const std::string& line : Lines(jsonl)) {
     INFO(line);
     const nlohmann::json object = nlohmann::json::parse(line);
     REQUIRE(object.contains("id"));
-    const bool inserted = by_id.emplace(object["id"].get<std::string>(), line).second;
+    const bool inserted = by_id.emplace(IdKey(object["id"]), line).second;
     REQUIRE(inserted);  // each request exactly once
   }
   return by_id;

@@ -1,6 +1,8 @@
 // Runs the zinf binary as a user would, capturing its exit code, stdout and stderr.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -25,7 +27,10 @@ const std::string& ConvertedStories260KDir();
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 std::vector<std::string> Lines(const std::string& text);
-// The lines of a zinf output file by their "id", as written (byte for byte). A line that is not a
+// A results line's "id" as a map key: a string as is, a number as its digits (zinf treats 7 and "7"
+// as one id).
+std::string IdKey(const nlohmann::json& id);
+// The lines of a zinf output file by their "id" (IdKey), as written (byte for byte). A line that is not a
 // JSON object with an "id", or an id seen twice, fails the current test.
 std::map<std::string, std::string> LinesById(const std::string& jsonl);
 

@@ -151,7 +151,7 @@ TEST_CASE("invalid UTF-8 and over-long prompts fail alone; the other requests ru
   std::map<std::string, nlohmann::json> by_id;
   for (const std::string& line : Lines(ReadFile(dir + "/o.jsonl"))) {
     const nlohmann::json object = nlohmann::json::parse(line);
-    by_id[object["id"]] = object;
+    by_id[IdKey(object["id"])] = object;
   }
   REQUIRE(by_id.size() == 4);
   CHECK(by_id["1"]["finish_reason"] == "length");

@@ -22,8 +22,8 @@ std::map<std::string, nlohmann::json> ById(const std::string& jsonl) {
   std::map<std::string, nlohmann::json> by_id;
   for (const std::string& line : Lines(jsonl)) {
     const nlohmann::json object = nlohmann::json::parse(line);
-    REQUIRE(by_id.count(object["id"]) == 0);  // each request exactly once
-    by_id[object["id"]] = object;
+    REQUIRE(by_id.count(IdKey(object["id"])) == 0);  // each request exactly once
+    by_id[IdKey(object["id"])] = object;
   }
   return by_id;
 }

@@ -167,6 +167,25 @@ TEST_CASE("malformed jsonl lines are errors naming file and line", "[prompts]") 
   CHECK(ErrorOf(good + "   \n" + good, jsonl) == "no error");
 }
 
+TEST_CASE("ids remember whether they were JSON numbers", "[prompts]") {
+  const auto entries = ParsePrompts(
+      "{\"prompt\": \"a\", \"id\": 7}\n{\"prompt\": \"b\", \"id\": \"8\"}\n{\"prompt\": \"c\"}\n",
+      "p.jsonl", PromptFileFormat::kJsonl);
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[0].id == "7");
+  CHECK(entries[0].id_is_number);
+  CHECK(entries[1].id == "8");
+  CHECK_FALSE(entries[1].id_is_number);
+  CHECK(entries[2].id == "3");  // the line number, a number
+  CHECK(entries[2].id_is_number);
+  const Request request = RequestFor(entries[0], Request{});
+  CHECK(request.id_is_number);
+  const auto text = ParsePrompts("one\ntwo\n", "p.txt", PromptFileFormat::kText);
+  REQUIRE(text.size() == 2);
+  CHECK(text[1].id == "2");
+  CHECK(text[1].id_is_number);
+}
+
 TEST_CASE("skip_bad_lines drops bad lines and keeps the rest", "[prompts]") {
   const std::string content = "{\"prompt\": \"one\"}\n"
                               "not json\n"

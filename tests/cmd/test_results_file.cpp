@@ -81,7 +81,7 @@ TEST_CASE("each completion and error is one JSON line", "[output]") {
   }
   const std::string content = path.Read();
   CHECK(content.back() == '\n');
-  CHECK(content.rfind("{\"id\":\"7\",\"text\":", 0) == 0);  // id first, always a string
+  CHECK(content.rfind("{\"id\":\"7\",\"text\":", 0) == 0);  // id first, a string as given
   const auto lines = path.Lines();
   REQUIRE(lines.size() == 3);
   const auto& first = lines[0];
@@ -169,9 +169,16 @@ TEST_CASE("resume edge cases", "[output]") {
     CHECK_THAT(message, Catch::StartsWith(path.str() + ":2: not valid JSON"));
     CHECK(path.Read() == "{\"id\":\"a\"}\n{\"id\":\"b\",\"te\n{\"id\":\"c\"}\n");  // untouched
   }
-  SECTION("a line without a string id is not a zinf result") {
-    path.Write("{\"id\":\"a\"}\n{\"id\":4}\n");
+  SECTION("a line without a string or integer id is not a zinf result") {
+    path.Write("{\"id\":\"a\"}\n{\"id\":4.5}\n");
     CHECK_THAT(ErrorOpening(path.str(), true), Catch::StartsWith(path.str() + ":2: not a zinf"));
+    path.Write("{\"id\":\"a\"}\n{\"text\":\"x\"}\n");
+    CHECK_THAT(ErrorOpening(path.str(), true), Catch::StartsWith(path.str() + ":2: not a zinf"));
+  }
+  SECTION("integer ids are done ids too, by their digits: 4 is \"4\"") {
+    path.Write("{\"id\":\"a\"}\n{\"id\":4}\n{\"id\":-5}\n");
+    ResultsFile out(path.str(), true);
+    CHECK(out.done_ids() == std::unordered_set<std::string>{"a", "4", "-5"});
   }
   SECTION("stdout cannot be resumed") {
     CHECK_THAT(ErrorOpening("-", true), Catch::Contains("--resume"));
