@@ -38,7 +38,8 @@ Json IdJson(const ResultId& id) {
 Json LogprobJson(const TokenLogprob& logprob) {
   Json object;
   object["id"] = logprob.id;
-  object["logprob"] = logprob.logprob;  // -inf is written as null
+  if (logprob.token) object["token"] = *logprob.token;  // invalid UTF-8 is replaced by Dump
+  object["logprob"] = logprob.logprob;                  // -inf is written as null
   return object;
 }
 

@@ -29,9 +29,11 @@ struct AppendExtras {
 
 // One JSON object per line, e.g.
 //   {"id":3,"text":"...","token_ids":[...],"finish_reason":"length","prompt_tokens":5,
-//    "completion_tokens":16,"line":3,"logprobs":[{"id":..,"logprob":..,"top":[{..}]}]}
+//    "completion_tokens":16,"line":3,
+//    "logprobs":[{"id":..,"token":"..","logprob":..,"top":[{"id":..,"token":"..","logprob":..}]}]}
 //   {"id":"q7","line":7,"error":"...","finish_reason":"error"}
-// "id" keeps the prompt file's JSON type (ResultId). Text that is not valid UTF-8 (a byte-fallback token cut mid
+// "id" keeps the prompt file's JSON type (ResultId); "token" is there when the model has a
+// tokenizer. Text that is not valid UTF-8 (a byte-fallback token cut mid
 // character) is written with U+FFFD in place of each invalid byte.
 //
 // Durability: each line is one write(2) on an O_APPEND descriptor followed by fdatasync, so a

@@ -10,6 +10,20 @@
 
 namespace zinf {
 
+namespace {
+
+// Each logprob entry's token text, as it would follow `context` (the tokens before it).
+void AddTokenTexts(const Tokenizer& tokenizer, std::span<const TokenId> context,
+                   StepLogprobs& step) {
+  std::vector<TokenId> ids = {step.chosen.id};
+  for (const TokenLogprob& candidate : step.top) ids.push_back(candidate.id);
+  std::vector<std::string> texts = DecodeEachContinuation(tokenizer, context, ids);
+  step.chosen.token = std::move(texts[0]);
+  for (size_t i = 0; i < step.top.size(); ++i) step.top[i].token = std::move(texts[i + 1]);
+}
+
+}  // namespace
+
 Generator::Generator(Model& model, const Tokenizer* tokenizer, GeneratorOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
   slots_.resize(model.limits().max_sequences);
@@ -131,6 +145,7 @@ void Generator::ProcessLogits(const GeneratorCallbacks& callbacks) {
       StepLogprobs step;
       step.chosen = {token, logprobs_scratch_[token]};
       step.top = TopLogprobs(logprobs_scratch_, sequence.request.logprobs);
+      if (tokenizer_ != nullptr) AddTokenTexts(*tokenizer_, sequence.tokens, step);
       sequence.completion.logprobs.push_back(std::move(step));
     }
     sequence.tokens.push_back(token);

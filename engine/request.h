@@ -47,6 +47,9 @@ inline const char* FinishReasonName(FinishReason reason) {
 struct TokenLogprob {
   TokenId id = 0;
   float logprob = 0;
+  // The token's text where it stands (after the tokens before it), when the model has a
+  // tokenizer. A byte-fallback token may hold part of a UTF-8 character.
+  std::optional<std::string> token;
 };
 
 struct StepLogprobs {

@@ -27,6 +27,29 @@ std::string DecodeContinuation(const Tokenizer& tokenizer, std::span<const Token
   return tokenizer.Decode(ids);
 }
 
+std::vector<std::string> DecodeEachContinuation(const Tokenizer& tokenizer,
+                                                std::span<const TokenId> context,
+                                                std::span<const TokenId> ids) {
+  const size_t prefix_size = std::min(context.size(), kContinuationPrefixTokens);
+  const std::span<const TokenId> prefix = context.subspan(context.size() - prefix_size);
+  const std::string base = tokenizer.Decode(prefix);
+  std::vector<TokenId> joined(prefix.begin(), prefix.end());
+  joined.push_back(0);
+  std::vector<std::string> texts;
+  texts.reserve(ids.size());
+  for (const TokenId id : ids) {
+    joined.back() = id;
+    const TokenId single[] = {id};
+    std::string text = prefix_size == 0 ? tokenizer.Decode(single) : tokenizer.Decode(joined);
+    if (prefix_size > 0) {
+      // As DecodeContinuation: the difference of two decodes, else the token alone.
+      text = text.starts_with(base) ? text.substr(base.size()) : tokenizer.Decode(single);
+    }
+    texts.push_back(std::move(text));
+  }
+  return texts;
+}
+
 int64_t FindInvalidUtf8(std::string_view text) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   const size_t size = text.size();

@@ -31,6 +31,12 @@ class Tokenizer {
 std::string DecodeContinuation(const Tokenizer& tokenizer, std::span<const TokenId> context,
                                std::span<const TokenId> ids);
 
+// The text of each of `ids` on its own as it would continue `context` (DecodeContinuation of
+// one token), sharing one decode of the context: the text of a token and its alternatives.
+std::vector<std::string> DecodeEachContinuation(const Tokenizer& tokenizer,
+                                                std::span<const TokenId> context,
+                                                std::span<const TokenId> ids);
+
 // Returns the byte offset of the first invalid UTF-8 sequence, or -1 when `text` is valid.
 int64_t FindInvalidUtf8(std::string_view text);
 

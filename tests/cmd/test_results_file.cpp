@@ -98,12 +98,38 @@ TEST_CASE("each completion and error is one JSON line", "[output]") {
   CHECK(first["logprobs"][0]["top"][1]["id"] == 9);
   CHECK(first["logprobs"][0]["top"][1]["logprob"] == -1.5);
   CHECK(first["logprobs"][1]["top"].empty());
+  CHECK_FALSE(first["logprobs"][0].contains("token"));  // no tokenizer, no token text
   CHECK_FALSE(lines[1].contains("logprobs"));
   CHECK_FALSE(lines[1].contains("line"));
   CHECK(lines[2]["id"] == "12");
   CHECK(lines[2]["line"] == 12);
   CHECK(lines[2]["finish_reason"] == "error");
   CHECK(lines[2]["error"] == "prompt is not valid UTF-8 at byte 3");
+}
+
+TEST_CASE("numeric ids are written as numbers; logprobs carry token text", "[output]") {
+  TempPath path;
+  {
+    ResultsFile out(path.str(), /*resume=*/false);
+    Completion completion = MakeCompletion("7", "Once");
+    completion.id_is_number = true;
+    completion.logprobs.push_back(
+        {{5, -0.25f, " Once"}, {{5, -0.25f, " Once"}, {9, -1.5f, "\xE2\x82"}}});
+    out.Append(completion);
+    out.Append(MakeCompletion("8", "as a string"));
+    out.AppendError({"18446744073709551615", true}, 3, "too long");
+    out.AppendError({"-4", true}, 4, "too long");
+  }
+  const std::string content = path.Read();
+  CHECK(content.rfind("{\"id\":7,\"text\":", 0) == 0);
+  CHECK_THAT(content, Catch::Contains("{\"id\":5,\"token\":\" Once\",\"logprob\":-0.25,\"top\":"));
+  CHECK_THAT(content, Catch::Contains("{\"id\":9,\"token\":\"\xEF\xBF\xBD\",\"logprob\""));
+  const auto lines = path.Lines();
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0]["id"] == 7);
+  CHECK(lines[1]["id"] == "8");
+  CHECK(lines[2]["id"] == 18446744073709551615ull);
+  CHECK(lines[3]["id"] == -4);
 }
 
 TEST_CASE("invalid UTF-8 in text is written as U+FFFD", "[output]") {
