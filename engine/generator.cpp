@@ -22,6 +22,22 @@ void AddTokenTexts(const Tokenizer& tokenizer, std::span<const TokenId> context,
   for (size_t i = 0; i < step.top.size(); ++i) step.top[i].token = std::move(texts[i + 1]);
 }
 
+// How many generated tokens a completion stopped by a stop string keeps: the most from the start
+// whose text lies wholly before the stop string (at byte `stop_at` of `text`, the continuation's
+// text). Then text == detokenize(token_ids) whenever the stop string begins at a token boundary;
+// otherwise text also holds the head of the next token, the part before the stop string.
+size_t TokensBeforeStop(const Tokenizer& tokenizer, std::span<const TokenId> prompt,
+                        std::span<const TokenId> generated, const std::string& text,
+                        size_t stop_at) {
+  // The last token completed the stop string; walk back until the kept text fits before it
+  // (usually a step or two: a stop string spans few tokens).
+  for (size_t keep = generated.size(); keep > 0; --keep) {
+    const std::string kept = DecodeContinuation(tokenizer, prompt, generated.first(keep));
+    if (kept.size() <= stop_at && text.compare(0, kept.size(), kept) == 0) return keep;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Generator::Generator(Model& model, const Tokenizer* tokenizer, GeneratorOptions options)
@@ -174,6 +190,13 @@ bool Generator::CheckFinished(Sequence& sequence) {
     if (earliest != std::string::npos) {
       completion.text = text.substr(0, earliest);
       completion.finish_reason = FinishReason::kStop;
+      // token_ids, completion_tokens and logprobs hold no token of the stop string either
+      // (docs/cli.md, "Stop strings").
+      const size_t keep =
+          TokensBeforeStop(*tokenizer_, std::span(sequence.tokens).first(sequence.num_prompt),
+                           completion.token_ids, text, earliest);
+      completion.token_ids.resize(keep);
+      if (completion.logprobs.size() > keep) completion.logprobs.resize(keep);
       return true;
     }
   }

@@ -59,9 +59,11 @@ struct StepLogprobs {
 
 struct Completion {
   std::string id;
-  bool id_is_number = false;       // as Request::id_is_number
-  std::string text;                // generated text, without the stop string
-  std::vector<TokenId> token_ids;  // generated tokens (EOS included when it ended the request)
+  bool id_is_number = false;  // as Request::id_is_number
+  std::string text;           // generated text, without the stop string
+  // Generated tokens: EOS included when it ended the request; when a stop string did, only the
+  // tokens wholly before it (so text == detokenize(token_ids) when it began at a token boundary).
+  std::vector<TokenId> token_ids;
   FinishReason finish_reason = FinishReason::kLength;
   int prompt_tokens = 0;
   std::vector<StepLogprobs> logprobs;  // one per generated token when requested
