@@ -7,16 +7,20 @@
 #include <algorithm>
 #include <fstream>
 #include <thread>
+#include <unordered_map>
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
 #include "cmd/exit_codes.h"
+#include "cmd/failure_tally.h"
 #include "cmd/fault_injection.h"
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
 #include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
 #include "cmd/results_file.h"
+#include "cmd/resume_check.h"
+#include "cmd/run_fingerprint.h"
 #include "cmd/run_metrics.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -33,6 +37,7 @@ struct GenerateOptions {
   std::string prompts;
   std::string out = "-";
   bool resume = false;
+  bool resume_force = false;
   bool skip_bad_lines = false;
   bool print = false;
   SessionOptions session;
@@ -44,13 +49,15 @@ struct GenerateOptions {
 
 // Reads the whole prompt file once, one line at a time, before any work: a malformed line, a
 // duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
+// On --resume, the requests already done must be the same ones (cmd/resume_check.h).
 // Returns how many requests are left to do (those not already in the output).
 size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
-                       const ResultsFile& output, bool has_tokenizer) {
+                       const ResultsFile& output, bool has_tokenizer, bool force_resume) {
   PromptFileReader reader(path, options);
+  ResumeCheck resume(output);
   size_t to_do = 0;
   while (std::optional<PromptEntry> entry = reader.Next()) {
-    if (output.done_ids().contains(entry->id)) continue;
+    if (resume.IsDone(*entry)) continue;
     if (entry->text && !has_tokenizer) {
       Fail("{}:{}: a text prompt needs a tokenizer, and this checkpoint has none; give "
            "\"prompt_ids\" instead",
@@ -58,6 +65,7 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
     }
     ++to_do;
   }
+  resume.Finish(path, force_resume);
   return to_do;
 }
 
@@ -70,8 +78,12 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
 class RequestFeed {
  public:
   RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
-              const Request& defaults, ResultsFile& output)
-      : reader_(path, options), tokenizer_(tokenizer), defaults_(defaults), output_(output) {}
+              const Request& defaults, ResultsFile& output, FailureTally& failures)
+      : reader_(path, options),
+        tokenizer_(tokenizer),
+        defaults_(defaults),
+        output_(output),
+        failures_(failures) {}
 
   std::optional<Request> Next() {
     while (!error_) {
@@ -89,17 +101,21 @@ class RequestFeed {
         break;
       }
       if (!entry->error.empty()) {
-        spdlog::warn("request {} (line {}): {}", entry->id, entry->line, entry->error);
-        output_.AppendError(entry->id, entry->line, entry->error);
+        failures_.Add(entry->id, entry->line, entry->error);
+        output_.AppendError(entry->id, entry->line, entry->error, entry->digest);
         ++errors_written_;
         continue;
       }
+      digests_[entry->id] = entry->digest;
       Request request = RequestFor(*entry, defaults_);
       if (entry->text) request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
       return request;
     }
     return std::nullopt;
   }
+
+  // The prompt digest of a request handed out, for its result line; forgotten once taken.
+  uint64_t TakeDigest(const std::string& id) { return digests_.extract(id).mapped(); }
 
   const std::optional<std::string>& error() const { return error_; }
   size_t errors_written() const { return errors_written_; }
@@ -109,8 +125,10 @@ class RequestFeed {
   const Tokenizer* tokenizer_;
   const Request& defaults_;
   ResultsFile& output_;
+  FailureTally& failures_;
   std::optional<std::string> error_;
   size_t errors_written_ = 0;
+  std::unordered_map<std::string, uint64_t> digests_;  // of the requests in flight
 };
 
 void RunGenerate(GenerateOptions options) {
@@ -120,16 +138,25 @@ void RunGenerate(GenerateOptions options) {
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
-  ResultsFile output(options.out, options.resume);
+  ResultsFile output(options.out, options.resume || options.resume_force);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
   const PromptFileOptions prompt_options{options.skip_bad_lines};
-  const size_t to_do =
-      CheckPromptFile(options.prompts, prompt_options, output, tokenizer != nullptr);
+  const size_t to_do = CheckPromptFile(options.prompts, prompt_options, output,
+                                       tokenizer != nullptr, options.resume_force);
+  CheckAndRecordFingerprint(
+      output.path(), !output.done_ids().empty(),
+      RunFingerprint(checkpoint, options.prompts, options.defaults, options.session),
+      options.resume_force);
   if (!output.done_ids().empty()) {
     spdlog::info("resuming: {} requests already in {}, {} to go", output.done_ids().size(),
                  output.path(), to_do);
+    if (to_do == 0) {
+      spdlog::info("nothing to do: every request of {} is in {}", options.prompts, output.path());
+      if (output.done_errors() > 0) g_exit_code = kExitRequestsFailed;
+      return;
+    }
   }
 
   SessionOptions session_options = options.session;
@@ -157,14 +184,16 @@ void RunGenerate(GenerateOptions options) {
   }
   generator_options.refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   Generator generator(model, tokenizer.get(), generator_options);
-  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output);
+  FailureTally failures;
+  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output,
+                   failures);
   ProgressBar progress("generating", to_do);
   size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries
   auto written = [&] { return finished + feed.errors_written(); };
   GeneratorCallbacks callbacks;
   callbacks.next_request = [&] { return feed.Next(); };
   callbacks.on_complete = [&](const Request& request, Completion&& completion) {
-    output.Append(completion, AppendExtras{request.line_number});
+    output.Append(completion, AppendExtras{request.line_number, feed.TakeDigest(request.id)});
     if (options.print) {
       fmt::print("[{}] {}\n", completion.id, completion.text);
       std::fflush(stdout);
@@ -172,8 +201,8 @@ void RunGenerate(GenerateOptions options) {
     progress.Update(++finished + feed.errors_written());
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
-    spdlog::warn("request {} (line {}): {}", request.id, request.line_number, message);
-    output.AppendError(request.id, request.line_number, message);
+    failures.Add(request.id, request.line_number, message);
+    output.AppendError(request.id, request.line_number, message, feed.TakeDigest(request.id));
     progress.Update(++finished + feed.errors_written());
   };
   callbacks.on_step = [&](const GenerationStats& stats) {
@@ -211,6 +240,8 @@ void RunGenerate(GenerateOptions options) {
     if (!(file << json.dump(2) << "\n"))
       Fail("cannot write --metrics-json {}", options.metrics_json);
   }
+  failures.LogRepeats(output.path() == "-" ? "the output" : output.path());
+  if (failures.total() > 0 || output.done_errors() > 0) g_exit_code = kExitRequestsFailed;
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
@@ -233,7 +264,13 @@ void AddGenerateCommand(CLI::App& app) {
       ->required();
   command->add_option("--out", options->out, "JSONL output file, '-' for stdout")
       ->capture_default_str();
-  command->add_flag("--resume", options->resume, "skip requests already in --out, append the rest");
+  command->add_flag("--resume", options->resume,
+                    "skip requests already in --out, append the rest (refused when the model, "
+                    "prompt file or an output-changing setting differs from the run that wrote "
+                    "it: see OUT.run.json)");
+  command->add_flag("--resume-force", options->resume_force,
+                    "--resume even when the model, prompts or settings differ (the file then "
+                    "mixes runs)");
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");

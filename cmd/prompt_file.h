@@ -33,6 +33,9 @@ struct RequestOverrides {
 struct PromptEntry {
   int64_t line = 0;  // 1-based line in the prompt file
   std::string id;    // as given ("id"), else the line number
+  // XXH3-64 of the line as written: results carry it, so --resume can tell that a done request
+  // is still the same one (cmd/resume_check.h).
+  uint64_t digest = 0;
   std::optional<std::string> text;
   std::optional<std::vector<TokenId>> ids;
   RequestOverrides overrides;
