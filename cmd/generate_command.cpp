@@ -14,9 +14,9 @@
 #include "cmd/exit_codes.h"
 #include "cmd/failure_tally.h"
 #include "cmd/fault_injection.h"
+#include "cmd/generate_progress.h"
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
-#include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
 #include "cmd/results_file.h"
 #include "cmd/resume_check.h"
@@ -43,7 +43,8 @@ struct GenerateOptions {
   SessionOptions session;
   std::string refill = "continuous";
   std::string metrics_json;
-  std::string fault_inject;  // testing only; see cmd/fault_injection.h
+  double progress_every = 30;  // seconds between progress log lines without a terminal
+  std::string fault_inject;    // testing only; see cmd/fault_injection.h
   Request defaults;
 };
 
@@ -187,9 +188,14 @@ void RunGenerate(GenerateOptions options) {
   FailureTally failures;
   RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output,
                    failures);
-  ProgressBar progress("generating", to_do);
+  GenerateProgress progress(static_cast<int64_t>(to_do), options.progress_every);
   size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries
   auto written = [&] { return finished + feed.errors_written(); };
+  auto show_progress = [&] {
+    const GenerationStats& stats = generator.stats();
+    progress.Update(static_cast<int64_t>(written()), failures.total(), stats.prompt_tokens,
+                    stats.generated_tokens);
+  };
   GeneratorCallbacks callbacks;
   callbacks.next_request = [&] { return feed.Next(); };
   callbacks.on_complete = [&](const Request& request, Completion&& completion) {
@@ -198,16 +204,16 @@ void RunGenerate(GenerateOptions options) {
       fmt::print("[{}] {}\n", completion.id, completion.text);
       std::fflush(stdout);
     }
-    progress.Update(++finished + feed.errors_written());
+    ++finished;
+    show_progress();
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
     failures.Add(request.id, request.line_number, message);
     output.AppendError(request.id, request.line_number, message, feed.TakeDigest(request.id));
-    progress.Update(++finished + feed.errors_written());
+    ++finished;
+    show_progress();
   };
-  callbacks.on_step = [&](const GenerationStats& stats) {
-    progress.Update(written(), fmt::format("{} tok generated", stats.generated_tokens));
-  };
+  callbacks.on_step = [&](const GenerationStats&) { show_progress(); };
   const std::atomic<bool>* interrupted = InstallInterruptFlag();
   // Every line written so far is durable (ResultsFile syncs each), so a failure here loses only
   // the requests in flight; say where the finished ones are.
@@ -229,9 +235,11 @@ void RunGenerate(GenerateOptions options) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const RunMetrics metrics =
-      ComputeRunMetrics(generator.stats(), load_stats, session.weights().stats(), session.plan(),
-                        session.bandwidths(), seconds);
+  RunMetrics metrics = ComputeRunMetrics(generator.stats(), load_stats, session.weights().stats(),
+                                         session.plan(), session.bandwidths(), seconds);
+  metrics.failed = failures.total();  // the feed's unrunnable entries as well as the engine's
+  metrics.skipped = static_cast<int64_t>(output.done_ids().size());
+  metrics.interrupted = interrupted->load();
   spdlog::info("{}", metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);
@@ -282,6 +290,12 @@ void AddGenerateCommand(CLI::App& app) {
       ->add_option("--refill", options->refill,
                    "continuous (a finished sequence's slot is refilled at once) or static")
       ->capture_default_str();
+  command
+      ->add_option("--progress-every", options->progress_every,
+                   "seconds between progress log lines when stderr is not a terminal (0: none; "
+                   "a terminal shows a live line instead)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "
                       "comma-separated list of short, eagain, eio:EXTENT[@N], flip:EXTENT[@N] "

@@ -74,7 +74,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   }
   fmt::print("extents   ");
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    fmt::print(" {}:{}", checkpoint.extents[i].name, TierName(plan.placement[i]));
+    fmt::print(" {}:{}", checkpoint.extents[i].name, TierPlace(plan.placement[i], inputs.backend));
     if (i == 3 && checkpoint.extents.size() > 8) {
       fmt::print(" … ");
       i = checkpoint.extents.size() - 3;
