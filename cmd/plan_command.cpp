@@ -154,7 +154,7 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--prompts", options->prompts,
                       "the prompt file generate would run: --batch-size auto takes no more "
                       "sequences than it has prompts");
-  options->session.batch_size = 8;
+  // generate's defaults, batch size and context included: the plan printed is the plan run.
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;
   const auto rate = [&](const char* name, std::optional<double>& target, const char* help) {
