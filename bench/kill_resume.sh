@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Crash safety of `zinf generate --resume`: kills a greedy run with SIGKILL at KILLS random moments,
 # resumes it each time, then checks that the final output holds every request exactly once and
-# that each line is byte-identical to an uninterrupted run's line.
+# that each line is byte-identical to an uninterrupted run's line. With CONCURRENCY=N each round
+# starts 1..N runs on the same --out at staggered moments (all but one must be refused at once by
+# the output file's lock) and kills a random subset of them.
 #
 # Usage: bench/kill_resume.sh            (50 kills, 320 prompts; about a minute)
-#   ZINF=build-x/zinf KILLS=10 PROMPTS=64 MAX_NEW_TOKENS=400 SEED=7 WORK=/tmp/kr bench/kill_resume.sh
+#   ZINF=build-x/zinf KILLS=10 PROMPTS=64 MAX_NEW_TOKENS=400 SEED=7 WORK=/tmp/kr CONCURRENCY=3 \
+#     bench/kill_resume.sh
 # Needs only bash and coreutils/grep/awk (no python, no jq). Exit 0: all checks passed.
 set -euo pipefail
 
@@ -14,6 +17,7 @@ KILLS="${KILLS:-50}"
 PROMPTS="${PROMPTS:-320}"
 MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-400}"
 SEED="${SEED:-$$}"
+CONCURRENCY="${CONCURRENCY:-1}"
 WORK="${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/zinf-kill-resume.XXXXXX")}"
 RANDOM="$SEED"  # the kill moments are reproducible from the printed seed
 
@@ -53,33 +57,50 @@ done
 args=(--log-level error generate --model "$WORK/model" --prompts "$prompts" --batch-size 4
       --threads 1 --max-context 512 --max-new-tokens "$MAX_NEW_TOKENS" --temperature 0 --ignore-eos)
 
-# 3. The uninterrupted reference.
+# 3. The uninterrupted reference. Exit 3: finished, with the requests that fail on purpose.
 start_s=$SECONDS
-"$ZINF" "${args[@]}" --out "$WORK/reference.jsonl"
+"$ZINF" "${args[@]}" --out "$WORK/reference.jsonl" || (($? == 3)) ||
+  { echo "kill_resume: the reference run failed" >&2; exit 1; }
 echo "kill_resume: uninterrupted run took $((SECONDS - start_s)) s"
 
-# 4. Kill and resume.
+# 4. Kill and resume, CONCURRENCY runs at most at once.
 out="$WORK/killed.jsonl"
-rm -f "$out"
+rm -f "$out" "$out.run.json"
 kills_mid_run=0
 runs_finished=0
+runs_refused=0
 for ((k = 1; k <= KILLS; k++)); do
-  "$ZINF" "${args[@]}" --out "$out" --resume &
-  pid=$!
+  runs=$((CONCURRENCY > 1 ? 1 + RANDOM % CONCURRENCY : 1))
+  pids=()
+  for ((r = 0; r < runs; r++)); do
+    ((r == 0)) || sleep "$(printf '0.%03d' $((RANDOM % 50)))"
+    "$ZINF" "${args[@]}" --out "$out" --resume 2> "$WORK/stderr.$r" &
+    pids+=($!)
+  done
   delay_ms=$((20 + RANDOM % 381))  # 20..400 ms
   sleep "$(printf '0.%03d' "$delay_ms")"
-  if kill -9 "$pid" 2> /dev/null; then
+  for ((r = 0; r < runs; r++)); do
+    # The first run always gets a kill; the others half the time.
+    ((r == 0 || RANDOM % 2 == 0)) && kill -9 "${pids[$r]}" 2> /dev/null || true
     status=0
-    wait "$pid" 2> /dev/null || status=$?  # no "Killed" notice from bash
-    if ((status == 137)); then kills_mid_run=$((kills_mid_run + 1)); else runs_finished=$((runs_finished + 1)); fi
-  else
-    wait "$pid" || { echo "kill_resume: run $k failed before its kill" >&2; exit 1; }
-    runs_finished=$((runs_finished + 1))
-  fi
+    wait "${pids[$r]}" 2> /dev/null || status=$?  # no "Killed" notice from bash
+    if ((status == 137)); then
+      kills_mid_run=$((kills_mid_run + 1))
+    elif ((status == 0 || status == 3)); then
+      runs_finished=$((runs_finished + 1))
+    elif grep -q 'being written by another zinf process' "$WORK/stderr.$r"; then
+      runs_refused=$((runs_refused + 1))
+    else
+      echo "kill_resume: round $k run $r failed (exit $status):" >&2
+      cat "$WORK/stderr.$r" >&2
+      exit 1
+    fi
+  done
   lines_now=$(grep -c '' "$out" 2> /dev/null || true)
-  echo "kill_resume: kill $k after ${delay_ms} ms: $lines_now lines in the output"
+  echo "kill_resume: round $k ($runs runs, kill after ${delay_ms} ms): $lines_now lines in the output"
 done
-"$ZINF" "${args[@]}" --out "$out" --resume
+"$ZINF" "${args[@]}" --out "$out" --resume || (($? == 3)) ||
+  { echo "kill_resume: the final resume failed" >&2; exit 1; }
 
 # 5. Check: every request once, each line identical to the reference's.
 failures=0
@@ -101,7 +122,8 @@ if ! cmp -s <(sort "$WORK/reference.jsonl") <(sort "$out"); then
   failures=1
 fi
 errors=$(grep -c '"finish_reason":"error"' "$out" || true)
-echo "kill_resume: $KILLS kills ($kills_mid_run mid-run, $runs_finished runs had already finished)," \
+echo "kill_resume: $KILLS rounds ($kills_mid_run runs killed mid-run, $runs_finished finished," \
+     "$runs_refused refused by the lock)," \
      "$got lines for $expected requests ($errors error lines), duplicates $duplicates," \
      "missing $missing: $([[ $failures == 0 ]] && echo PASS || echo FAIL)"
 exit "$failures"

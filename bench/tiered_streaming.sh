@@ -103,7 +103,7 @@ run() {
     echo "FAIL  zinf generate ($name, batch $batch) failed" >&2
     exit 1
   fi
-  grep -E "\] (plan: |weights .*: |done: )" "$work/$name.log" | sed 's/^\[info\] /    /' || true
+  grep -E "\] (plan: |weights .*: |finished: |interrupted: )" "$work/$name.log" | sed 's/^\[info\] /    /' || true
 }
 metric() { jq -r "$1" "$work/$2.metrics.json"; }
 # Seconds in forward steps: the metrics' steps.seconds, else from token counts (each request

@@ -7,17 +7,21 @@
 #include <algorithm>
 #include <fstream>
 #include <thread>
+#include <unordered_map>
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
 #include "cmd/exit_codes.h"
+#include "cmd/failure_tally.h"
 #include "cmd/fault_injection.h"
 #include "cmd/flag_checks.h"
+#include "cmd/generate_progress.h"
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
-#include "cmd/progress_bar.h"
 #include "cmd/prompt_file.h"
 #include "cmd/results_file.h"
+#include "cmd/resume_check.h"
+#include "cmd/run_fingerprint.h"
 #include "cmd/run_metrics.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -34,24 +38,28 @@ struct GenerateOptions {
   std::string prompts;
   std::string out = "-";
   bool resume = false;
+  bool resume_force = false;
   bool skip_bad_lines = false;
   bool print = false;
   SessionOptions session;
   std::string refill = "continuous";
   std::string metrics_json;
-  std::string fault_inject;  // testing only; see cmd/fault_injection.h
+  double progress_every = 30;  // seconds between progress log lines without a terminal
+  std::string fault_inject;    // testing only; see cmd/fault_injection.h
   Request defaults;
 };
 
 // Reads the whole prompt file once, one line at a time, before any work: a malformed line, a
 // duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
+// On --resume, the requests already done must be the same ones (cmd/resume_check.h).
 // Returns how many requests are left to do (those not already in the output).
 size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
-                       const ResultsFile& output, bool has_tokenizer) {
+                       const ResultsFile& output, bool has_tokenizer, bool force_resume) {
   PromptFileReader reader(path, options);
+  ResumeCheck resume(output);
   size_t to_do = 0;
   while (std::optional<PromptEntry> entry = reader.Next()) {
-    if (output.done_ids().contains(entry->id)) continue;
+    if (resume.IsDone(*entry)) continue;
     if (entry->text && !has_tokenizer) {
       Fail("{}:{}: a text prompt needs a tokenizer, and this checkpoint has none; give "
            "\"prompt_ids\" instead",
@@ -59,6 +67,7 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
     }
     ++to_do;
   }
+  resume.Finish(path, force_resume);
   return to_do;
 }
 
@@ -71,8 +80,12 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
 class RequestFeed {
  public:
   RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
-              const Request& defaults, ResultsFile& output)
-      : reader_(path, options), tokenizer_(tokenizer), defaults_(defaults), output_(output) {}
+              const Request& defaults, ResultsFile& output, FailureTally& failures)
+      : reader_(path, options),
+        tokenizer_(tokenizer),
+        defaults_(defaults),
+        output_(output),
+        failures_(failures) {}
 
   std::optional<Request> Next() {
     while (!error_) {
@@ -90,17 +103,22 @@ class RequestFeed {
         break;
       }
       if (!entry->error.empty()) {
-        spdlog::warn("request {} (line {}): {}", entry->id, entry->line, entry->error);
-        output_.AppendError({entry->id, entry->id_is_number}, entry->line, entry->error);
+        failures_.Add(entry->id, entry->line, entry->error);
+        output_.AppendError({entry->id, entry->id_is_number}, entry->line, entry->error,
+                            entry->digest);
         ++errors_written_;
         continue;
       }
+      digests_[entry->id] = entry->digest;
       Request request = RequestFor(*entry, defaults_);
       if (entry->text) request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
       return request;
     }
     return std::nullopt;
   }
+
+  // The prompt digest of a request handed out, for its result line; forgotten once taken.
+  uint64_t TakeDigest(const std::string& id) { return digests_.extract(id).mapped(); }
 
   const std::optional<std::string>& error() const { return error_; }
   size_t errors_written() const { return errors_written_; }
@@ -110,8 +128,10 @@ class RequestFeed {
   const Tokenizer* tokenizer_;
   const Request& defaults_;
   ResultsFile& output_;
+  FailureTally& failures_;
   std::optional<std::string> error_;
   size_t errors_written_ = 0;
+  std::unordered_map<std::string, uint64_t> digests_;  // of the requests in flight
 };
 
 void RunGenerate(GenerateOptions options) {
@@ -121,16 +141,25 @@ void RunGenerate(GenerateOptions options) {
 
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
-  ResultsFile output(options.out, options.resume);
+  ResultsFile output(options.out, options.resume || options.resume_force);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
   const PromptFileOptions prompt_options{options.skip_bad_lines};
-  const size_t to_do =
-      CheckPromptFile(options.prompts, prompt_options, output, tokenizer != nullptr);
+  const size_t to_do = CheckPromptFile(options.prompts, prompt_options, output,
+                                       tokenizer != nullptr, options.resume_force);
+  CheckAndRecordFingerprint(
+      output.path(), !output.done_ids().empty(),
+      RunFingerprint(checkpoint, options.prompts, options.defaults, options.session),
+      options.resume_force);
   if (!output.done_ids().empty()) {
     spdlog::info("resuming: {} requests already in {}, {} to go", output.done_ids().size(),
                  output.path(), to_do);
+    if (to_do == 0) {
+      spdlog::info("nothing to do: every request of {} is in {}", options.prompts, output.path());
+      if (output.done_errors() > 0) g_exit_code = kExitRequestsFailed;
+      return;
+    }
   }
 
   SessionOptions session_options = options.session;
@@ -158,28 +187,36 @@ void RunGenerate(GenerateOptions options) {
   }
   generator_options.refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   Generator generator(model, tokenizer.get(), generator_options);
-  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output);
-  ProgressBar progress("generating", to_do);
+  FailureTally failures;
+  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output,
+                   failures);
+  GenerateProgress progress(static_cast<int64_t>(to_do), options.progress_every);
   size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries
   auto written = [&] { return finished + feed.errors_written(); };
+  auto show_progress = [&] {
+    const GenerationStats& stats = generator.stats();
+    progress.Update(static_cast<int64_t>(written()), failures.total(), stats.prompt_tokens,
+                    stats.generated_tokens);
+  };
   GeneratorCallbacks callbacks;
   callbacks.next_request = [&] { return feed.Next(); };
   callbacks.on_complete = [&](const Request& request, Completion&& completion) {
-    output.Append(completion, AppendExtras{request.line_number});
+    output.Append(completion, AppendExtras{request.line_number, feed.TakeDigest(request.id)});
     if (options.print) {
       fmt::print("[{}] {}\n", completion.id, completion.text);
       std::fflush(stdout);
     }
-    progress.Update(++finished + feed.errors_written());
+    ++finished;
+    show_progress();
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
-    spdlog::warn("request {} (line {}): {}", request.id, request.line_number, message);
-    output.AppendError({request.id, request.id_is_number}, request.line_number, message);
-    progress.Update(++finished + feed.errors_written());
+    failures.Add(request.id, request.line_number, message);
+    output.AppendError({request.id, request.id_is_number}, request.line_number, message,
+                       feed.TakeDigest(request.id));
+    ++finished;
+    show_progress();
   };
-  callbacks.on_step = [&](const GenerationStats& stats) {
-    progress.Update(written(), fmt::format("{} tok generated", stats.generated_tokens));
-  };
+  callbacks.on_step = [&](const GenerationStats&) { show_progress(); };
   const std::atomic<bool>* interrupted = InstallInterruptFlag();
   // Every line written so far is durable (ResultsFile syncs each), so a failure here loses only
   // the requests in flight; say where the finished ones are.
@@ -201,9 +238,11 @@ void RunGenerate(GenerateOptions options) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const RunMetrics metrics =
-      ComputeRunMetrics(generator.stats(), load_stats, session.weights().stats(), session.plan(),
-                        session.bandwidths(), seconds);
+  RunMetrics metrics = ComputeRunMetrics(generator.stats(), load_stats, session.weights().stats(),
+                                         session.plan(), session.bandwidths(), seconds);
+  metrics.failed = failures.total();  // the feed's unrunnable entries as well as the engine's
+  metrics.skipped = static_cast<int64_t>(output.done_ids().size());
+  metrics.interrupted = interrupted->load();
   spdlog::info("{}", metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);
@@ -212,6 +251,8 @@ void RunGenerate(GenerateOptions options) {
     if (!(file << json.dump(2) << "\n"))
       Fail("cannot write --metrics-json {}", options.metrics_json);
   }
+  failures.LogRepeats(output.path() == "-" ? "the output" : output.path());
+  if (failures.total() > 0 || output.done_errors() > 0) g_exit_code = kExitRequestsFailed;
   if (interrupted->load()) {
     spdlog::warn("interrupted: {} finished requests are in {}; rerun with --resume to finish the "
                  "other {}",
@@ -235,7 +276,13 @@ void AddGenerateCommand(CLI::App& app) {
       ->required();
   command->add_option("--out", options->out, "JSONL output file, '-' for stdout")
       ->capture_default_str();
-  command->add_flag("--resume", options->resume, "skip requests already in --out, append the rest");
+  command->add_flag("--resume", options->resume,
+                    "skip requests already in --out, append the rest (refused when the model, "
+                    "prompt file or an output-changing setting differs from the run that wrote "
+                    "it: see OUT.run.json)");
+  command->add_flag("--resume-force", options->resume_force,
+                    "--resume even when the model, prompts or settings differ (the file then "
+                    "mixes runs)");
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
@@ -248,6 +295,12 @@ void AddGenerateCommand(CLI::App& app) {
                    "continuous (a finished sequence's slot is refilled at once) or static")
       ->capture_default_str()
       ->check(OneOf({"continuous", "static"}));
+  command
+      ->add_option("--progress-every", options->progress_every,
+                   "seconds between progress log lines when stderr is not a terminal (0: none; "
+                   "a terminal shows a live line instead)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "
                       "comma-separated list of short, eagain, eio:EXTENT[@N], flip:EXTENT[@N] "

@@ -75,7 +75,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   }
   fmt::print("extents   ");
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    fmt::print(" {}:{}", checkpoint.extents[i].name, TierName(plan.placement[i]));
+    fmt::print(" {}:{}", checkpoint.extents[i].name, TierPlace(plan.placement[i], inputs.backend));
     if (i == 3 && checkpoint.extents.size() > 8) {
       fmt::print(" … ");
       i = checkpoint.extents.size() - 3;
@@ -156,7 +156,7 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--prompts", options->prompts,
                       "the prompt file generate would run: --batch-size auto takes no more "
                       "sequences than it has prompts ('-': stdin)");
-  options->session.batch_size = 8;
+  // generate's defaults, batch size and context included: the plan printed is the plan run.
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;
   const auto rate = [&](const char* name, std::optional<double>& target, const char* help) {

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <xxhash.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -322,7 +323,10 @@ std::optional<PromptEntry> PromptFileReader::Next() {
     if (++line_ == 1 && text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
     std::optional<PromptEntry> entry =
         ParseCheckedLine(text, line_, path_, format_, options_, seen_ids_);
-    if (entry) return entry;
+    if (entry) {
+      entry->digest = XXH3_64bits(text.data(), text.size());
+      return entry;
+    }
   }
 }
 

@@ -36,6 +36,9 @@ struct PromptEntry {
   // "id" was a JSON integer, or there was none and the id is the line number (written back as
   // a number). Either way 7 and "7" are the same id: a duplicate in one file, done on resume.
   bool id_is_number = true;
+  // XXH3-64 of the line as written: results carry it, so --resume can tell that a done request
+  // is still the same one (cmd/resume_check.h).
+  uint64_t digest = 0;
   std::optional<std::string> text;
   std::optional<std::vector<TokenId>> ids;
   RequestOverrides overrides;

@@ -1,14 +1,16 @@
-// Durable, resumable JSONL results file; see output_file.h.
+// Durable, resumable JSONL results file; see results_file.h.
 // Self-contained on purpose (engine headers, nlohmann json, fmt, spdlog) so tests can include it.
 #include "cmd/results_file.h"
 #include "cmd/json_message.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,13 @@ Json LogprobJson(const TokenLogprob& logprob) {
   return object;
 }
 
+void AddExtras(const AppendExtras& extras, Json& object) {
+  if (extras.line > 0) object["line"] = extras.line;
+  if (extras.prompt_digest != 0) {
+    object["prompt_digest"] = fmt::format("{:016x}", extras.prompt_digest);
+  }
+}
+
 }  // namespace
 
 ResultsFile::ResultsFile(const std::string& path, bool resume) : path_(path) {
@@ -57,6 +66,16 @@ ResultsFile::ResultsFile(const std::string& path, bool resume) : path_(path) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) Fail("cannot open output file {}: {}", path_, std::strerror(errno));
   try {
+    // One writer per results file for the whole run: a second zinf on the same --out (resuming
+    // or not) would write ids twice. The kernel drops the lock when this process dies.
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        Fail("output file {} is being written by another zinf process; wait for it to finish (or "
+             "stop it), then rerun with --resume, or choose another --out path",
+             path_);
+      }
+      Fail("cannot lock output file {}: {}", path_, std::strerror(errno));
+    }
     struct stat info;
     if (::fstat(fd_, &info) != 0)
       Fail("cannot stat output file {}: {}", path_, std::strerror(errno));
@@ -127,7 +146,13 @@ void ResultsFile::LoadForResume() {
            "the right --out file?",
            path_, line);
     }
-    done_ids_.insert(id->is_string() ? id->get<std::string>() : id->dump());  // 7 is "7"
+    const std::string done_id = id->is_string() ? id->get<std::string>() : id->dump();  // 7 is "7"
+    done_ids_.insert(done_id);
+    const auto digest = object.find("prompt_digest");
+    if (digest != object.end() && digest->is_string()) {
+      done_digests_[done_id] = std::strtoull(digest->get<std::string>().c_str(), nullptr, 16);
+    }
+    if (object.contains("error")) ++done_errors_;
   }
   if (!done_ids_.empty()) {
     spdlog::info("{}: resuming; {} requests already done", path_, done_ids_.size());
@@ -142,7 +167,7 @@ void ResultsFile::Append(const Completion& completion, const AppendExtras& extra
   object["finish_reason"] = FinishReasonName(completion.finish_reason);
   object["prompt_tokens"] = completion.prompt_tokens;
   object["completion_tokens"] = completion.token_ids.size();
-  if (extras.line > 0) object["line"] = extras.line;
+  AddExtras(extras, object);
   if (!completion.logprobs.empty()) {
     Json steps = Json::array();
     for (const StepLogprobs& step : completion.logprobs) {
@@ -157,10 +182,11 @@ void ResultsFile::Append(const Completion& completion, const AppendExtras& extra
   WriteLine(Dump(object));
 }
 
-void ResultsFile::AppendError(const ResultId& id, int64_t line, std::string_view message) {
+void ResultsFile::AppendError(const ResultId& id, int64_t line, std::string_view message,
+                              uint64_t prompt_digest) {
   Json object;
   object["id"] = IdJson(id);
-  if (line > 0) object["line"] = line;
+  AddExtras(AppendExtras{line, prompt_digest}, object);
   object["error"] = std::string(message);
   object["finish_reason"] = "error";
   WriteLine(Dump(object));

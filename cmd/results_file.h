@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "engine/request.h"
@@ -25,13 +26,16 @@ struct ResultId {
 // Written with each completion, beside what Completion itself carries.
 struct AppendExtras {
   int64_t line = 0;  // the request's line in the prompt file; written as "line" when > 0
+  // The prompt line's digest (PromptEntry::digest); written as "prompt_digest" (16 hex digits)
+  // when non-zero, and read back on resume.
+  uint64_t prompt_digest = 0;
 };
 
 // One JSON object per line, e.g.
 //   {"id":3,"text":"...","token_ids":[...],"finish_reason":"length","prompt_tokens":5,
-//    "completion_tokens":16,"line":3,
+//    "completion_tokens":16,"line":3,"prompt_digest":"…",
 //    "logprobs":[{"id":..,"token":"..","logprob":..,"top":[{"id":..,"token":"..","logprob":..}]}]}
-//   {"id":"q7","line":7,"error":"...","finish_reason":"error"}
+//   {"id":"q7","line":7,"prompt_digest":"…","error":"...","finish_reason":"error"}
 // "id" keeps the prompt file's JSON type (ResultId); "token" is there when the model has a
 // tokenizer. Text that is not valid UTF-8 (a byte-fallback token cut mid
 // character) is written with U+FFFD in place of each invalid byte.
@@ -41,6 +45,8 @@ struct AppendExtras {
 // fails (disk full, quota, file-size limit, I/O error) is cut back off the file before the error
 // is thrown, so the file keeps only whole lines and a rerun with --resume carries on.
 //
+// Exclusive: the constructor takes a flock on the file, held until destruction, so a second
+// process opening the same path fails at once instead of writing ids twice.
 // Ownership: owns the file descriptor (closed by the destructor; stdout is never closed).
 // Thread-safety: none; call from one thread.
 // Failure: every method throws zinf::Error naming the path (and line, or strerror).
@@ -58,11 +64,16 @@ class ResultsFile {
 
   // Ids already in the file when it was opened with resume; generate skips them.
   const std::unordered_set<std::string>& done_ids() const { return done_ids_; }
+  // The prompt digest each done id was written with (ids written without one are absent), and
+  // how many done lines are error lines.
+  const std::unordered_map<std::string, uint64_t>& done_digests() const { return done_digests_; }
+  int64_t done_errors() const { return done_errors_; }
   const std::string& path() const { return path_; }
 
   void Append(const Completion& completion, const AppendExtras& extras = {});
   // A request that could not run (prompt not valid UTF-8, too long for the context, ...).
-  void AppendError(const ResultId& id, int64_t line, std::string_view message);
+  void AppendError(const ResultId& id, int64_t line, std::string_view message,
+                   uint64_t prompt_digest = 0);
 
  private:
   void LoadForResume();
@@ -75,6 +86,8 @@ class ResultsFile {
   bool is_stdout_ = false;
   bool is_regular_ = false;  // a regular file: a failed write can be cut back off it
   std::unordered_set<std::string> done_ids_;
+  std::unordered_map<std::string, uint64_t> done_digests_;
+  int64_t done_errors_ = 0;
   int64_t lines_written_ = 0;  // by this process
 };
 

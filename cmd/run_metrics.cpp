@@ -1,6 +1,9 @@
 // RunMetrics: derived numbers and their two renderings.
 #include "cmd/run_metrics.h"
 
+#include "cmd/generate_progress.h"
+#include "engine/byte_units.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,20 +41,41 @@ RunMetrics ComputeRunMetrics(const GenerationStats& stats, const WeightIoStats& 
       read_seconds > 0 ? std::clamp(1 - m.weight_wait_seconds / read_seconds, 0.0, 1.0) : 1;
   m.predicted_decode_tokens_per_s = plan.predicted_tokens_per_s;
   m.bound = BoundName(plan.bound);
+  m.resident_place = TierPlace(Tier::kDevice, plan.placement.backend);
   m.percent_of_bound = Rate(100 * m.decode_tokens_per_s, plan.predicted_tokens_per_s);
   return m;
 }
 
 std::string RunMetrics::SummaryLine() const {
-  return fmt::format(
-      "done: {} requests ({} failed) in {:.2f} s | prefill {} tok, {:.1f} tok/s | decode {:.1f} "
-      "tok/s, generation {:.1f} tok/s ({} tok) | DRAM {:.1f} MiB resident, NVMe {:.1f} MiB "
-      "streamed at {:.2f} GB/s ({:.2f} GB/s while reading), {:.2f} s waiting, overlap {:.0f}% | "
-      "{:.0f}% of the {}-bound {:.1f} tok/s",
-      completed, failed, seconds, prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
-      generation_tokens_per_s, generated_tokens, dram_resident_bytes / 1048576.0,
-      nvme_streamed_bytes / 1048576.0, nvme_gbps, nvme_read_gbps, weight_wait_seconds,
-      100 * overlap_ratio, percent_of_bound, bound, predicted_decode_tokens_per_s);
+  std::string line = fmt::format("{}: {} succeeded, {} failed",
+                                 interrupted ? "interrupted" : "finished", completed, failed);
+  if (skipped > 0) line += fmt::format(", {} skipped (already in the output)", skipped);
+  line += fmt::format(" in {}", FormatDuration(seconds));
+  line += fmt::format(" | prefill {} tok at {:.1f} tok/s | decode {:.1f} tok/s, generation {:.1f} "
+                      "tok/s ({} tok)",
+                      prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
+                      generation_tokens_per_s, generated_tokens);
+  line += fmt::format(" | weights: {} resident in {}", FormatBytes(dram_resident_bytes),
+                      resident_place);
+  if (nvme_streamed_bytes > 0) {
+    line += fmt::format(", {} streamed from disk at {:.2f} GB/s ({:.2f} GB/s while reading), "
+                        "{:.2f} s waiting, overlap {:.0f}%",
+                        FormatBytes(nvme_streamed_bytes), nvme_gbps, nvme_read_gbps,
+                        weight_wait_seconds, 100 * overlap_ratio);
+  }
+  if (predicted_decode_tokens_per_s > 0 && decode_tokens_per_s > 0) {
+    // The plan's prediction is a bound from the planner's rates; a run faster than it means
+    // those rates are low, which is worth saying rather than printing "119% of the bound".
+    if (decode_tokens_per_s <= predicted_decode_tokens_per_s) {
+      line += fmt::format(" | decode at {:.0f}% of the plan's {}-bound {:.1f} tok/s",
+                          percent_of_bound, bound, predicted_decode_tokens_per_s);
+    } else {
+      line += fmt::format(" | decode beat the plan's {}-bound {:.1f} tok/s: the planner's rates "
+                          "are low for this machine (run zinf calibrate)",
+                          bound, predicted_decode_tokens_per_s);
+    }
+  }
+  return line;
 }
 
 nlohmann::json RunMetrics::Json() const {

@@ -15,6 +15,8 @@ namespace zinf::cli {
 struct RunMetrics {
   double seconds = 0;
   int64_t completed = 0, failed = 0;
+  int64_t skipped = 0;       // already in the output when a resumed run started
+  bool interrupted = false;  // stopped by Ctrl-C / SIGTERM before the prompt file's end
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_tokens_per_s = 0;     // prompt tokens ÷ time of steps that carried prompt tokens
   double decode_tokens_per_s = 0;      // tokens generated in decode-only steps ÷ their time
@@ -31,6 +33,7 @@ struct RunMetrics {
   double overlap_ratio = 1;
   double predicted_decode_tokens_per_s = 0;  // the plan's bound for this run
   std::string bound;
+  std::string resident_place = "DRAM";  // where resident weights live (GPU on CUDA)
   double percent_of_bound = 0;
 
   std::string SummaryLine() const;

@@ -8,6 +8,7 @@
 #include "cmd/byte_size.h"
 #include "cmd/calibration.h"
 #include "cuda/cuda_backend.h"
+#include "engine/byte_units.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -70,8 +71,9 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.cpu_mem_bytes =
       options.cpu_mem.empty() ? physical : ParseByteSize(options.cpu_mem, "--cpu-mem");
   if (physical > 0 && inputs.cpu_mem_bytes > physical) {
-    spdlog::warn("--cpu-mem {:.1f} GiB is more than this machine's {:.1f} GiB of memory",
-                 inputs.cpu_mem_bytes / 1073741824.0, physical / 1073741824.0);
+    spdlog::warn("--cpu-mem {} is more than this machine's {} of memory: a plan that counts on it "
+                 "will swap or be killed",
+                 FormatBytes(inputs.cpu_mem_bytes), FormatBytes(physical));
   }
   inputs.workload.batch_size = limits.max_sequences;
   inputs.workload.max_context = limits.max_context;
@@ -110,6 +112,12 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
   if (options.device.kv_offload && options.device.device != BackendKind::kCuda) {
     Fail("--kv-offload cpu moves a GPU's KV cache to DRAM; with --device {} it is there already",
          BackendName(options.device.device));
+  }
+  const int trained = checkpoint.config.max_position_embeddings;
+  if (trained > 0 && options.max_context > trained) {
+    spdlog::warn("--max-context {} is beyond the {} positions this model was trained on: tokens "
+                 "past position {} are likely to be poor",
+                 options.max_context, trained, trained);
   }
   SessionPlan session;
   session.limits = LimitsFor(checkpoint, options);

@@ -15,8 +15,6 @@ namespace zinf {
 
 namespace {
 
-using planner_detail::GiB;
-
 // The device pool's placement-independent part (KV cache, activations, scratch), which the
 // extents kept on the device and the slot ring share the rest of the budget with.
 CudaMemory FixedDeviceMemory(const PlannerInputs& inputs) {
@@ -137,7 +135,8 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   if (host_kv > inputs.cpu_mem_bytes) {
     Fail("--cpu-mem {} is too small for the offloaded KV cache of {} (batch {} × context {}); "
          "lower --batch-size or --max-context, use --kv-dtype int8, or raise --cpu-mem",
-         GiB(inputs.cpu_mem_bytes), GiB(host_kv), inputs.workload.batch_size,
+         FormatBytesBeside(inputs.cpu_mem_bytes, host_kv),
+         FormatBytesBeside(host_kv, inputs.cpu_mem_bytes), inputs.workload.batch_size,
          inputs.workload.max_context);
   }
   const uint64_t host_room = inputs.cpu_mem_bytes - host_kv;  // for pinned weights and staging
@@ -200,10 +199,11 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
        "{}{}) + activations {} + scratch {} + two weight slots of {} (the largest extent); lower "
        "--batch-size or --max-context, or raise --gpu-mem (or, with too little --cpu-mem {} for "
        "pinned staging, raise that)",
-       GiB(inputs.gpu_mem_bytes), GiB(device_fixed + 2 * largest), GiB(base.device_kv_bytes()),
-       inputs.workload.batch_size, inputs.workload.max_context, kv_on_host ? ", offloaded" : "",
-       GiB(base.activation_bytes), GiB(base.scratch_bytes), GiB(largest),
-       GiB(inputs.cpu_mem_bytes));
+       FormatBytesBeside(inputs.gpu_mem_bytes, device_fixed + 2 * largest),
+       FormatBytesBeside(device_fixed + 2 * largest, inputs.gpu_mem_bytes),
+       FormatBytes(base.device_kv_bytes()), inputs.workload.batch_size, inputs.workload.max_context,
+       kv_on_host ? ", offloaded" : "", FormatBytes(base.activation_bytes),
+       FormatBytes(base.scratch_bytes), FormatBytes(largest), FormatBytes(inputs.cpu_mem_bytes));
 }
 
 std::string CudaSummary(const Plan& plan) {
@@ -212,22 +212,23 @@ std::string CudaSummary(const Plan& plan) {
   };
   const std::string where =
       plan.offload_needed
-          ? fmt::format("{} extents in device memory ({}), {} in pinned DRAM ({}), {} streamed "
-                        "from NVMe ({} per step); {} device slots of {} (prefetch depth {})",
-                        count(Tier::kDevice), GiB(plan.resident_bytes), count(Tier::kDram),
-                        GiB(plan.pinned_bytes), count(Tier::kNvme),
-                        GiB(plan.streamed_bytes_per_step), plan.placement.device_slots,
-                        GiB(plan.device_slot_bytes / std::max(plan.placement.device_slots, 1)),
-                        plan.placement.prefetch_depth)
+          ? fmt::format(
+                "{} extents in device memory ({}), {} in pinned DRAM ({}), {} streamed "
+                "from disk ({} per step); {} device slots of {} (prefetch depth {})",
+                count(Tier::kDevice), FormatBytes(plan.resident_bytes), count(Tier::kDram),
+                FormatBytes(plan.pinned_bytes), count(Tier::kNvme),
+                FormatBytes(plan.streamed_bytes_per_step), plan.placement.device_slots,
+                FormatBytes(plan.device_slot_bytes / std::max(plan.placement.device_slots, 1)),
+                plan.placement.prefetch_depth)
           : fmt::format("all {} extents in device memory ({}); the model fits, so nothing is "
                         "offloaded",
-                        plan.placement.size(), GiB(plan.resident_bytes));
+                        plan.placement.size(), FormatBytes(plan.resident_bytes));
   return fmt::format("plan: {}; KV cache {} {}; device memory used {}, DRAM used {}; "
                      "predicted {:.1f} tok/s ({}-bound)",
-                     where, GiB(plan.kv_bytes),
+                     where, FormatBytes(plan.kv_bytes),
                      plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU"
                                                  : "on the device",
-                     GiB(plan.device_bytes), GiB(plan.total_dram_bytes()),
+                     FormatBytes(plan.device_bytes), FormatBytes(plan.total_dram_bytes()),
                      plan.predicted_tokens_per_s, BoundName(plan.bound));
 }
 

@@ -12,6 +12,15 @@ const char* TierName(Tier tier) {
   return "?";
 }
 
+const char* TierPlace(Tier tier, BackendKind backend) {
+  switch (tier) {
+    case Tier::kDevice: return backend == BackendKind::kCuda ? "GPU" : "DRAM";
+    case Tier::kDram: return "DRAM";
+    case Tier::kNvme: return "disk";
+  }
+  return "?";
+}
+
 const char* BackendName(BackendKind backend) {
   return backend == BackendKind::kCuda ? "cuda" : "cpu";
 }

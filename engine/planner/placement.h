@@ -16,6 +16,9 @@ enum class Tier : uint8_t {
 const char* TierName(Tier tier);
 
 enum class BackendKind : uint8_t { kCpu, kCuda };
+// Where a tier's bytes really are, for people: on the CPU backend kDevice is DRAM; kNvme is
+// whatever disk holds the weights file.
+const char* TierPlace(Tier tier, BackendKind backend);
 const char* BackendName(BackendKind backend);
 
 // With extents on NVMe, a CUDA placement's staging holds one buffer beyond its prefetch depth + 1

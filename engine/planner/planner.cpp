@@ -12,7 +12,6 @@
 
 namespace zinf {
 
-using planner_detail::GiB;
 using planner_detail::ResidencyOrder;
 
 namespace {
@@ -154,8 +153,9 @@ Plan MakePlan(const PlannerInputs& inputs) {
   Fail("--cpu-mem {} is too small: streaming needs at least {} — KV cache {} (batch {} × "
        "context {}) + activations {} + one staging buffer of {} (the largest extent); lower "
        "--batch-size or --max-context, or raise --cpu-mem",
-       GiB(budget), GiB(fixed + largest), GiB(plan.kv_bytes), inputs.workload.batch_size,
-       inputs.workload.max_context, GiB(plan.activation_bytes), GiB(largest));
+       FormatBytesBeside(budget, fixed + largest), FormatBytesBeside(fixed + largest, budget),
+       FormatBytes(plan.kv_bytes), inputs.workload.batch_size, inputs.workload.max_context,
+       FormatBytes(plan.activation_bytes), FormatBytes(largest));
 }
 
 Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
@@ -226,16 +226,16 @@ std::string Plan::Summary() const {
   const int resident = static_cast<int>(placement.size()) - streamed;
   std::string where =
       offload_needed
-          ? fmt::format("{} extents resident ({}), {} streamed from NVMe ({} per step) through {} "
+          ? fmt::format("{} extents resident ({}), {} streamed from disk ({} per step) through {} "
                         "staging buffers of {} (prefetch depth {})",
-                        resident, GiB(resident_bytes), streamed, GiB(streamed_bytes_per_step),
-                        placement.staging_buffers, GiB(placement.staging_buffer_bytes),
-                        placement.prefetch_depth)
+                        resident, FormatBytes(resident_bytes), streamed,
+                        FormatBytes(streamed_bytes_per_step), placement.staging_buffers,
+                        FormatBytes(placement.staging_buffer_bytes), placement.prefetch_depth)
           : fmt::format("all {} extents resident ({}); the model fits, so nothing is offloaded",
-                        resident, GiB(resident_bytes));
+                        resident, FormatBytes(resident_bytes));
   return fmt::format("plan: {}; KV cache {} in {}; DRAM used {}; predicted {:.1f} tok/s ({}-bound)",
-                     where, GiB(kv_bytes), TierName(kv_tier), GiB(total_dram_bytes()),
-                     predicted_tokens_per_s, BoundName(bound));
+                     where, FormatBytes(kv_bytes), TierPlace(kv_tier, BackendKind::kCpu),
+                     FormatBytes(total_dram_bytes()), predicted_tokens_per_s, BoundName(bound));
 }
 
 }  // namespace zinf

@@ -8,16 +8,6 @@
 
 namespace zinf::planner_detail {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-}  // namespace
-
-std::string GiB(uint64_t bytes) {
-  if (bytes >= kGiB / 2) return fmt::format("{:.2f} GiB", bytes / kGiB);
-  if (bytes >= 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
-  return fmt::format("{} KiB", (bytes + 1023) / 1024);
-}
-
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
   std::vector<size_t> order(extents.size());
   std::iota(order.begin(), order.end(), 0);

@@ -8,12 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/byte_units.h"
 #include "engine/planner/planner.h"
 
 namespace zinf::planner_detail {
-
-// "1.59 GiB", "26.1 MiB", "512 KiB": the unit that keeps a size readable.
-std::string GiB(uint64_t bytes);
 
 // Order in which extents claim residency. Per byte kept resident, every extent saves the same
 // transfer time; but the largest extent still moved sets the size of every staging buffer (and

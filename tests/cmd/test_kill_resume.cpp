@@ -28,4 +28,21 @@ TEST_CASE("generate survives 10 random SIGKILLs with --resume: every request "
   CHECK(output.find(": PASS") != std::string::npos);
 }
 
+TEST_CASE("20 random rounds of concurrent runs, kills and resumes on one --out: every id once") {
+  const std::string dir = MakeTempDir("kill-resume-concurrent");
+  const std::string log = dir + "/log.txt";
+  // Each round starts 1 to 3 runs on the same --out a few ms apart; all but the first must be
+  // refused by the lock; the first, and half the others, get a SIGKILL at a random moment.
+  const std::string command =
+      "ZINF='" + std::string(ZINF_BINARY) + "' KILLS=20 CONCURRENCY=3 PROMPTS=48 SEED=4242 WORK='" +
+      dir + "/work' bash '" + ZINF_SOURCE_DIR + "/bench/kill_resume.sh' > '" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  const std::string output = ReadFile(log);
+  INFO(output);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(output.find(": PASS") != std::string::npos);
+  CHECK(output.find(" 0 refused by the lock") == std::string::npos);  // concurrency was exercised
+}
+
 }  // namespace zinf::testing

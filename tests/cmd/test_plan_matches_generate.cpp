@@ -63,4 +63,56 @@ TEST_CASE("zinf plan and zinf generate choose the same placement, batch and pref
   CHECK(mixed >= 1);  // at least one placement the planner had to split between tiers
 }
 
+namespace {
+
+// The "plan: ..." line of a command's output (plan prints it, generate logs it).
+std::string PlanLine(const std::string& output) {
+  const size_t start = output.find("plan: ");
+  if (start == std::string::npos) return "";
+  return output.substr(start, output.find('\n', start) - start);
+}
+
+}  // namespace
+
+TEST_CASE("zinf plan and zinf generate print the same plan line with their defaults") {
+  const std::string dir = MakeTempDir("cli-plan-line");
+  const std::string prompts = dir + "/prompts.txt";
+  WriteFile(prompts, "Once upon a time\nThe sun\nTom was sad.\nLily\n");
+  // No --max-context and no --batch-size: both commands' defaults decide them.
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {}, {"--cpu-mem", "3M"}, {"--batch-size", "2", "--weights", "stream"}}) {
+    std::string shown;
+    for (const std::string& flag : flags) shown += " " + flag;
+    INFO("flags:" << shown);
+    std::vector<std::string> plan_args = {"plan", "--model", ConvertedStories260KDir(), "--prompts",
+                                          prompts};
+    plan_args.insert(plan_args.end(), flags.begin(), flags.end());
+    const CliResult planned = RunZinf(plan_args);
+    INFO(planned.err);
+    REQUIRE(planned.exit_code == 0);
+
+    std::vector<std::string> generate_args = {
+        "generate", "--model", ConvertedStories260KDir(), "--prompts", prompts,
+        "--out",    "-",       "--max-new-tokens",        "2"};
+    generate_args.insert(generate_args.end(), flags.begin(), flags.end());
+    const CliResult generated = RunZinf(generate_args);
+    INFO(generated.err);
+    REQUIRE(generated.exit_code == 0);
+    CHECK(!PlanLine(planned.out).empty());
+    CHECK(PlanLine(planned.out) == PlanLine(generated.err));
+  }
+}
+
+TEST_CASE("a context beyond the model's training and a --cpu-mem beyond the machine are warned") {
+  const std::string dir = MakeTempDir("cli-warnings");
+  WriteFile(dir + "/p.txt", "Once upon a time\n");
+  const CliResult result =
+      RunZinf({"generate", "--model", ConvertedStories260KDir(), "--prompts", dir + "/p.txt",
+               "--out", "-", "--max-new-tokens", "2", "--max-context", "1024", "--cpu-mem", "8T"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.find("--max-context 1024 is beyond the 512 positions") != std::string::npos);
+  CHECK(result.err.find("--cpu-mem 8.00 TiB is more than this machine's") != std::string::npos);
+}
+
 }  // namespace zinf::testing

@@ -67,7 +67,9 @@ TEST_CASE("a file-size limit mid-run keeps every finished line whole, and "
           "--resume completes") {
   const std::string dir = MakeTempDir("limits-fsize");
   const std::string prompts = FivePrompts(dir);
-  const CliResult clean = RunZinf(GenerateArgs(prompts, dir + "/clean.jsonl"));
+  // 40 tokens a request: two result lines outweigh the run's record (o.jsonl.run.json, written
+  // before any result), so the limit falls on the results file.
+  const CliResult clean = RunZinf(GenerateArgs(prompts, dir + "/clean.jsonl", {}, "40"));
   REQUIRE(clean.exit_code == 0);
   const std::vector<std::string> clean_lines = Lines(ReadFile(dir + "/clean.jsonl"));
   REQUIRE(clean_lines.size() == 5);
@@ -76,7 +78,7 @@ TEST_CASE("a file-size limit mid-run keeps every finished line whole, and "
   // with EFBIG (SIGXFSZ ignored), as a write fails with ENOSPC when a disk fills up.
   const rlim_t limit_bytes = clean_lines[0].size() + clean_lines[1].size() + 2 + 40;
   const std::string out = dir + "/o.jsonl";
-  const CliResult failed = RunZinf(GenerateArgs(prompts, out), "", [limit_bytes] {
+  const CliResult failed = RunZinf(GenerateArgs(prompts, out, {}, "40"), "", [limit_bytes] {
     const rlimit limit{limit_bytes, limit_bytes};
     setrlimit(RLIMIT_FSIZE, &limit);
     std::signal(SIGXFSZ, SIG_IGN);
@@ -90,7 +92,7 @@ TEST_CASE("a file-size limit mid-run keeps every finished line whole, and "
   // The partly written third line was cut back off: the file is exactly the first two lines.
   CHECK(ReadFile(out) == clean_lines[0] + "\n" + clean_lines[1] + "\n");
 
-  const CliResult resumed = RunZinf(GenerateArgs(prompts, out, {"--resume"}));
+  const CliResult resumed = RunZinf(GenerateArgs(prompts, out, {"--resume"}, "40"));
   INFO(resumed.err);
   REQUIRE(resumed.exit_code == 0);
   CHECK(LinesById(ReadFile(out)) == LinesById(ReadFile(dir + "/clean.jsonl")));
@@ -138,7 +140,7 @@ TEST_CASE("a 1 MB prompt fails alone, quickly, with a clear message; the "
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(result.err);
-  REQUIRE(result.exit_code == 0);
+  REQUIRE(result.exit_code == 3);  // finished, with a request failed (cmd/exit_codes.h)
   auto lines = LinesById(ReadFile(dir + "/o.jsonl"));
   REQUIRE(lines.size() == 3);
   const nlohmann::json failed = nlohmann::json::parse(lines.at("huge"));
