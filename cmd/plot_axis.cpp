@@ -25,6 +25,28 @@ std::vector<double> NiceTicks(double low, double high, int max_intervals) {
   return ticks;
 }
 
+std::vector<double> NiceLogTicks(double low, double high, int max_ticks) {
+  if (!(low > 0)) low = 1;
+  if (!(high > low)) high = low * 10;
+  for (const std::vector<double>& mantissas :
+       {std::vector<double>{1, 2, 5}, std::vector<double>{1}}) {
+    std::vector<double> candidates;
+    // A decade beyond each end, so a candidate at or beyond each end always exists.
+    for (int k = static_cast<int>(std::floor(std::log10(low))) - 1;
+         k <= static_cast<int>(std::ceil(std::log10(high))) + 1; ++k) {
+      for (double m : mantissas) candidates.push_back(m * std::pow(10.0, k));
+    }
+    // Tolerances keep 100 from missing itself as 99.99999999999999.
+    auto first = std::find_if(candidates.rbegin(), candidates.rend(),
+                              [&](double c) { return c <= low * (1 + 1e-9); });
+    auto last = std::find_if(candidates.begin(), candidates.end(),
+                             [&](double c) { return c >= high * (1 - 1e-9); });
+    std::vector<double> ticks(first.base() - 1, last + 1);
+    if (ticks.size() <= static_cast<size_t>(max_ticks) || mantissas.size() == 1) return ticks;
+  }
+  return {};
+}
+
 std::vector<std::string> TickLabels(const std::vector<double>& ticks) {
   if (ticks.empty()) return {};
   double largest = 0;

@@ -12,6 +12,11 @@ namespace zinf::cli {
 // A person reads 0, 500, 1000 at a glance; 0, 33044, 66089 not.
 std::vector<double> NiceTicks(double low, double high, int max_intervals = 7);
 
+// Ticks for a logarithmic axis over [low, high] (both > 0): the 1, 2 and 5 × 10^k from the last
+// one at or below `low` to the first at or above `high`, or only the powers of ten when those
+// would be more than `max_ticks`. Label them with CompactNumber.
+std::vector<double> NiceLogTicks(double low, double high, int max_ticks = 10);
+
 // Labels for ticks from NiceTicks: one suffix for the whole axis (k from 10 000, M from 10^7) and
 // only as many decimals as the step needs: "0", "5k", "10k"; "0.5", "1", "1.5".
 std::vector<std::string> TickLabels(const std::vector<double>& ticks);

@@ -28,6 +28,18 @@ TEST_CASE("plot axis: ticks are 1, 2 or 5 × 10^k and cover the data") {
   }
 }
 
+TEST_CASE("plot axis: log ticks are 1, 2, 5 × 10^k around the data") {
+  CHECK(NiceLogTicks(24.8, 7546) ==
+        std::vector<double>{20, 50, 100, 200, 500, 1000, 2000, 5000, 10000});
+  CHECK(NiceLogTicks(100, 1000) == std::vector<double>{100, 200, 500, 1000});
+  // Six decades: the 1, 2, 5 would be 16 ticks, so only the powers of ten.
+  CHECK(NiceLogTicks(3, 2e6) == std::vector<double>{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7});
+  const std::vector<double> small = NiceLogTicks(0.03, 0.7);
+  REQUIRE(small.size() == 6);
+  CHECK(small.front() == Approx(0.02));
+  CHECK(small.back() == Approx(1));
+}
+
 TEST_CASE("plot axis: tick labels are short, with one suffix per axis") {
   CHECK(TickLabels(NiceTicks(0, 33044)) ==
         std::vector<std::string>{"0", "5k", "10k", "15k", "20k", "25k", "30k", "35k"});
