@@ -5,13 +5,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
+#include "cmd/bench_plot.h"
 #include "cmd/bench_report.h"
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
+#include "cmd/machine_description.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -187,6 +191,28 @@ void WritePlot(const std::string& path, const std::string& svg) {
   std::filesystem::remove(svg_path);
 }
 
+// What the plot's title says: the model, the machine and threads it ran on, and today's date.
+PlotInfo DescribeRun(const BenchOptions& options, const Checkpoint& checkpoint) {
+  PlotInfo info;
+  std::filesystem::path directory = std::filesystem::path(options.model_dir).lexically_normal();
+  if (!directory.has_filename()) directory = directory.parent_path();  // "dir/" names dir
+  info.model = fmt::format("{} ({}, {} layers, {})", directory.filename().string(),
+                           checkpoint.config.model_type, checkpoint.config.num_layers,
+                           checkpoint.weights_description());
+  const int threads = options.session.threads > 0
+                          ? options.session.threads
+                          : static_cast<int>(std::thread::hardware_concurrency());
+  info.machine = fmt::format("{}, {} thread{}", CpuModelName(), threads, threads == 1 ? "" : "s");
+  if (options.session.device.device == BackendKind::kCuda) {
+    info.machine += fmt::format(", CUDA device {}", options.session.device.gpu);
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::localtime(&now));
+  info.date = date;
+  return info;
+}
+
 void RunBench(const BenchOptions& options) {
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
@@ -241,11 +267,7 @@ void RunBench(const BenchOptions& options) {
   if (!options.csv_path.empty()) WriteText(options.csv_path, Csv(rows));
   if (!options.json_path.empty()) WriteText(options.json_path, Json(rows));
   if (!options.plot_path.empty()) {
-    WritePlot(options.plot_path,
-              ThroughputPlotSvg(rows, fmt::format("zinf bench — {} ({} layers, {})",
-                                                  checkpoint.config.model_type,
-                                                  checkpoint.config.num_layers,
-                                                  checkpoint.weights_description())));
+    WritePlot(options.plot_path, ThroughputPlotSvg(rows, DescribeRun(options, checkpoint)));
   }
 }
 
@@ -286,7 +308,7 @@ void AddBenchCommand(CLI::App& app) {
   AddSessionOptions(command, options->session, swept);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");
-  command->add_option("--plot", options->plot_path, "throughput vs batch size, .svg or .png");
+  command->add_option("--plot", options->plot_path, "decode tok/s vs batch size, .svg or .png");
   command->callback([options] { RunBench(*options); });
 }
 
