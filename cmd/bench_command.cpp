@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
 #include "cmd/machine_description.h"
+#include "cmd/plot_file.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -176,21 +176,6 @@ void WriteText(const std::string& path, const std::string& text) {
   spdlog::info("wrote {}", path);
 }
 
-void WritePlot(const std::string& path, const std::string& svg) {
-  if (path.ends_with(".svg")) return WriteText(path, svg);
-  if (!path.ends_with(".png")) Fail("--plot: {} must end in .svg or .png", path);
-  // PNG by way of rsvg-convert (Debian's librsvg2-bin), when it is installed.
-  const std::string svg_path = path + ".svg";
-  WriteText(svg_path, svg);
-  const std::string command = fmt::format("rsvg-convert -o '{}' '{}'", path, svg_path);
-  if (std::system(command.c_str()) != 0) {
-    Fail("--plot {}: converting to PNG needs rsvg-convert (apt-get install librsvg2-bin); the "
-         "SVG is in {}",
-         path, svg_path);
-  }
-  std::filesystem::remove(svg_path);
-}
-
 // What the plot's title says: the model, the machine and threads it ran on, and today's date.
 PlotInfo DescribeRun(const BenchOptions& options, const Checkpoint& checkpoint) {
   PlotInfo info;
@@ -214,6 +199,8 @@ PlotInfo DescribeRun(const BenchOptions& options, const Checkpoint& checkpoint) 
 }
 
 void RunBench(const BenchOptions& options) {
+  // Before the model is loaded: a sweep can run for hours, and a bad --plot must not waste them.
+  if (!options.plot_path.empty()) CheckPlotPath(options.plot_path);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
   double pinned_h2d_gbps = 0;
@@ -308,7 +295,8 @@ void AddBenchCommand(CLI::App& app) {
   AddSessionOptions(command, options->session, swept);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");
-  command->add_option("--plot", options->plot_path, "decode tok/s vs batch size, .svg or .png");
+  command->add_option("--plot", options->plot_path,
+                      "decode tok/s vs batch size, .svg or .png (checked before the sweep)");
   command->callback([options] { RunBench(*options); });
 }
 
