@@ -24,6 +24,8 @@ constexpr double kBoundsWithin = 1.3;
 // A series whose highest point stays below this share of a linear axis is squashed into a band
 // too thin to read its shape; a log axis is used instead.
 constexpr double kSquashed = 1.0 / 6;
+// A log axis' ends, this factor beyond the data, keep the end points off the frame.
+constexpr double kLogMargin = 1.15;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                    "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
@@ -71,7 +73,8 @@ RateAxis ChooseRateAxis(const std::vector<BenchRow>& rows) {
   }
   if (measured <= 0) measured = bound > 0 ? bound : 1;  // nothing measured: show the bounds
   const double top = bound <= kBoundsWithin * measured ? std::max(measured, bound) : measured;
-  RateAxis axis{NiceTicks(0, top), false};
+  const std::vector<double> ticks = NiceTicks(0, top);
+  RateAxis axis{ticks.front(), ticks.back(), ticks, false};
   // A series squashed at the bottom, and every mean above 0 (a log axis has no place for 0).
   bool squashed = false, positive = !rows.empty();
   double lowest = top;
@@ -83,9 +86,12 @@ RateAxis ChooseRateAxis(const std::vector<BenchRow>& rows) {
       positive = positive && rate.mean > 0;
       lowest = std::min(lowest, rate.mean - rate.sd > 0 ? rate.mean - rate.sd : rate.mean);
     }
-    squashed = squashed || series_top < axis.ticks.back() * kSquashed;
+    squashed = squashed || series_top < axis.high * kSquashed;
   }
-  if (squashed && positive) axis = {NiceLogTicks(lowest, top), true};
+  if (squashed && positive) {
+    axis = {lowest / kLogMargin, top * kLogMargin, {}, true};
+    axis.ticks = NiceLogTicks(axis.low, axis.high);
+  }
   return axis;
 }
 
@@ -93,7 +99,7 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const PlotInfo&
   const BenchSeriesSet set = GroupSeries(rows);
   const RateAxis axis = ChooseRateAxis(rows);
   const std::vector<double>& ticks = axis.ticks;
-  const double rate_top = ticks.back();
+  const double rate_top = axis.high;
   // Series whose bound leaves the chart get a row above it for the bound's values.
   std::vector<int> band_row(set.series.size(), -1);
   int band_rows = 0;
@@ -116,12 +122,10 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const PlotInfo&
   // Half an octave of margin keeps the end points off the frame.
   const double margin = std::sqrt(2.0);
   const LogScale x{min_batch / margin, max_batch * margin, kLeft, plot_right};
-  const LinearScale linear_y{ticks.front(), rate_top, plot_bottom, plot_top};
-  const LogScale log_y{ticks.front(), rate_top, plot_bottom, plot_top};
+  const LinearScale linear_y{axis.low, axis.high, plot_bottom, plot_top};
+  const LogScale log_y{axis.low, axis.high, plot_bottom, plot_top};
   // On the log axis, zero and below (an error bar's low end) sit on the bottom edge.
-  auto y = [&](double rate) {
-    return axis.log ? log_y(std::max(rate, ticks.front())) : linear_y(rate);
-  };
+  auto y = [&](double rate) { return axis.log ? log_y(std::max(rate, axis.low)) : linear_y(rate); };
   const double legend_top = plot_bottom + 62;
   const double height = legend_top + (set.series.size() + 1) * kLegendRow + 6;
 

@@ -20,10 +20,11 @@ struct PlotInfo {
 // lines fill the plot; bounds raise the top only when close (within 30%), and bounds far above are
 // drawn clipped, their values written above the plot. Logarithmic instead when a linear axis
 // would squash a series into its bottom sixth (resident weights 10× faster than streamed ones):
-// then from just below the lowest measurement to just above the highest, so each line shows how
-// it scales with the batch.
+// then from a little below the lowest measurement to a little above the highest, so each line
+// shows how it scales with the batch.
 struct RateAxis {
-  std::vector<double> ticks;  // the first and last are the axis' ends
+  double low = 0, high = 1;   // the axis' ends
+  std::vector<double> ticks;  // linear: from low to high; log: those inside
   bool log = false;
 };
 RateAxis ChooseRateAxis(const std::vector<BenchRow>& rows);

@@ -26,22 +26,18 @@ std::vector<double> NiceTicks(double low, double high, int max_intervals) {
 }
 
 std::vector<double> NiceLogTicks(double low, double high, int max_ticks) {
-  if (!(low > 0)) low = 1;
-  if (!(high > low)) high = low * 10;
+  if (!(low > 0) || !(high > low)) return {};
   for (const std::vector<double>& mantissas :
        {std::vector<double>{1, 2, 5}, std::vector<double>{1}}) {
-    std::vector<double> candidates;
-    // A decade beyond each end, so a candidate at or beyond each end always exists.
-    for (int k = static_cast<int>(std::floor(std::log10(low))) - 1;
-         k <= static_cast<int>(std::ceil(std::log10(high))) + 1; ++k) {
-      for (double m : mantissas) candidates.push_back(m * std::pow(10.0, k));
+    std::vector<double> ticks;
+    for (int k = static_cast<int>(std::floor(std::log10(low)));
+         k <= static_cast<int>(std::ceil(std::log10(high))); ++k) {
+      for (double m : mantissas) {
+        // The tolerances keep 100 an end tick when the end is 99.99999999999999.
+        const double tick = m * std::pow(10.0, k);
+        if (tick >= low * (1 - 1e-9) && tick <= high * (1 + 1e-9)) ticks.push_back(tick);
+      }
     }
-    // Tolerances keep 100 from missing itself as 99.99999999999999.
-    auto first = std::find_if(candidates.rbegin(), candidates.rend(),
-                              [&](double c) { return c <= low * (1 + 1e-9); });
-    auto last = std::find_if(candidates.begin(), candidates.end(),
-                             [&](double c) { return c >= high * (1 - 1e-9); });
-    std::vector<double> ticks(first.base() - 1, last + 1);
     if (ticks.size() <= static_cast<size_t>(max_ticks) || mantissas.size() == 1) return ticks;
   }
   return {};

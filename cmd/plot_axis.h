@@ -12,9 +12,10 @@ namespace zinf::cli {
 // A person reads 0, 500, 1000 at a glance; 0, 33044, 66089 not.
 std::vector<double> NiceTicks(double low, double high, int max_intervals = 7);
 
-// Ticks for a logarithmic axis over [low, high] (both > 0): the 1, 2 and 5 × 10^k from the last
-// one at or below `low` to the first at or above `high`, or only the powers of ten when those
-// would be more than `max_ticks`. Label them with CompactNumber.
+// Ticks for a logarithmic axis over [low, high] (both > 0): the 1, 2 and 5 × 10^k inside it, or
+// only the powers of ten when those would be more than `max_ticks`. Label them with CompactNumber.
+// The ends need not be ticks: rounding them out to the next 1, 2 or 5 would waste up to 40% of a
+// decade at each end.
 std::vector<double> NiceLogTicks(double low, double high, int max_ticks = 10);
 
 // Labels for ticks from NiceTicks: one suffix for the whole axis (k from 10 000, M from 10^7) and
