@@ -21,11 +21,14 @@ constexpr double kLegendRow = 20;
 // Bounds at most this far above the highest measurement stay on the chart: the data still fills
 // three quarters of it.
 constexpr double kBoundsWithin = 1.3;
-// A series whose highest point stays below this share of a linear axis is squashed into a band
-// too thin to read its shape; a log axis is used instead.
-constexpr double kSquashed = 1.0 / 6;
-// A log axis' ends, this factor beyond the data, keep the end points off the frame.
-constexpr double kLogMargin = 1.15;
+// A linear axis squashes a series whose highest point stays below this share of it into a band
+// too thin to read its shape...
+constexpr double kSquashedSeries = 1.0 / 6;
+// ...and a point below this share (16 pixels of 330) into the bottom edge.
+constexpr double kSquashedPoint = 1.0 / 20;
+// A log axis' ends lie at least this factor beyond the data, to keep the end points off the
+// frame, and at most kLogRoundOut when that reaches a tick.
+constexpr double kLogMargin = 1.1, kLogRoundOut = 1.35;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                    "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
@@ -75,7 +78,8 @@ RateAxis ChooseRateAxis(const std::vector<BenchRow>& rows) {
   const double top = bound <= kBoundsWithin * measured ? std::max(measured, bound) : measured;
   const std::vector<double> ticks = NiceTicks(0, top);
   RateAxis axis{ticks.front(), ticks.back(), ticks, false};
-  // A series squashed at the bottom, and every mean above 0 (a log axis has no place for 0).
+  // Log when the linear axis squashes something, and every mean is above 0 (a log axis has no
+  // place for 0).
   bool squashed = false, positive = !rows.empty();
   double lowest = top;
   for (const BenchSeries& series : GroupSeries(rows).series) {
@@ -84,12 +88,18 @@ RateAxis ChooseRateAxis(const std::vector<BenchRow>& rows) {
       const Stat& rate = p->decode_tokens_per_s;
       series_top = std::max(series_top, rate.mean + rate.sd);
       positive = positive && rate.mean > 0;
+      squashed = squashed || rate.mean < axis.high * kSquashedPoint;
       lowest = std::min(lowest, rate.mean - rate.sd > 0 ? rate.mean - rate.sd : rate.mean);
     }
-    squashed = squashed || series_top < axis.high * kSquashed;
+    squashed = squashed || series_top < axis.high * kSquashedSeries;
   }
   if (squashed && positive) {
     axis = {lowest / kLogMargin, top * kLogMargin, {}, true};
+    // An end moves out to a 1, 2 or 5 × 10^k close by, so it has a label.
+    const std::vector<double> below = NiceLogTicks(lowest / kLogRoundOut, lowest / kLogMargin);
+    const std::vector<double> above = NiceLogTicks(top * kLogMargin, top * kLogRoundOut);
+    if (!below.empty()) axis.low = below.back();
+    if (!above.empty()) axis.high = above.front();
     axis.ticks = NiceLogTicks(axis.low, axis.high);
   }
   return axis;
