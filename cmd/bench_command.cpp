@@ -4,15 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
+#include "cmd/bench_plot.h"
 #include "cmd/bench_report.h"
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
 #include "cmd/flag_checks.h"
+#include "cmd/machine_description.h"
+#include "cmd/plot_file.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -173,22 +177,31 @@ void WriteText(const std::string& path, const std::string& text) {
   spdlog::info("wrote {}", path);
 }
 
-void WritePlot(const std::string& path, const std::string& svg) {
-  if (path.ends_with(".svg")) return WriteText(path, svg);
-  if (!path.ends_with(".png")) Fail("--plot: {} must end in .svg or .png", path);
-  // PNG by way of rsvg-convert (Debian's librsvg2-bin), when it is installed.
-  const std::string svg_path = path + ".svg";
-  WriteText(svg_path, svg);
-  const std::string command = fmt::format("rsvg-convert -o '{}' '{}'", path, svg_path);
-  if (std::system(command.c_str()) != 0) {
-    Fail("--plot {}: converting to PNG needs rsvg-convert (apt-get install librsvg2-bin); the "
-         "SVG is in {}",
-         path, svg_path);
+// What the plot's title says: the model, the machine and threads it ran on, and today's date.
+PlotInfo DescribeRun(const BenchOptions& options, const Checkpoint& checkpoint) {
+  PlotInfo info;
+  std::filesystem::path directory = std::filesystem::path(options.model_dir).lexically_normal();
+  if (!directory.has_filename()) directory = directory.parent_path();  // "dir/" names dir
+  info.model = fmt::format("{} ({}, {} layers, {})", directory.filename().string(),
+                           checkpoint.config.model_type, checkpoint.config.num_layers,
+                           checkpoint.weights_description());
+  const int threads = options.session.threads > 0
+                          ? options.session.threads
+                          : static_cast<int>(std::thread::hardware_concurrency());
+  info.machine = fmt::format("{}, {} thread{}", CpuModelName(), threads, threads == 1 ? "" : "s");
+  if (options.session.device.device == BackendKind::kCuda) {
+    info.machine += fmt::format(", CUDA device {}", options.session.device.gpu);
   }
-  std::filesystem::remove(svg_path);
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::localtime(&now));
+  info.date = date;
+  return info;
 }
 
 void RunBench(const BenchOptions& options) {
+  // Before the model is loaded: a sweep can run for hours, and a bad --plot must not waste them.
+  if (!options.plot_path.empty()) CheckPlotPath(options.plot_path);
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
   double pinned_h2d_gbps = 0;
@@ -242,11 +255,7 @@ void RunBench(const BenchOptions& options) {
   if (!options.csv_path.empty()) WriteText(options.csv_path, Csv(rows));
   if (!options.json_path.empty()) WriteText(options.json_path, Json(rows));
   if (!options.plot_path.empty()) {
-    WritePlot(options.plot_path,
-              ThroughputPlotSvg(rows, fmt::format("zinf bench — {} ({} layers, {})",
-                                                  checkpoint.config.model_type,
-                                                  checkpoint.config.num_layers,
-                                                  checkpoint.weights_description())));
+    WritePlot(options.plot_path, ThroughputPlotSvg(rows, DescribeRun(options, checkpoint)));
   }
 }
 
@@ -304,7 +313,8 @@ void AddBenchCommand(CLI::App& app) {
   AddSessionOptions(command, options->session, swept);
   command->add_option("--csv", options->csv_path, "also write CSV here");
   command->add_option("--json", options->json_path, "also write JSON here");
-  command->add_option("--plot", options->plot_path, "throughput vs batch size, .svg or .png");
+  command->add_option("--plot", options->plot_path,
+                      "decode tok/s vs batch size, .svg or .png (checked before the sweep)");
   command->callback([options] { RunBench(*options); });
 }
 

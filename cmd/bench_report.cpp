@@ -1,11 +1,10 @@
-// Formatting of bench rows; the SVG is drawn by hand (axes, ticks, polylines) to need no library.
+// Formatting of bench rows as text: the markdown table, CSV and JSON (the plot is bench_plot).
 #include "cmd/bench_report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <nlohmann/json.hpp>
 
 namespace zinf::cli {
@@ -29,11 +28,6 @@ std::string Show(const Stat& stat) { return fmt::format("{:.1f} ± {:.1f}", stat
 
 std::string BatchCell(const BenchRow& row) {
   return row.auto_batch ? fmt::format("{} (auto)", row.batch_size) : std::to_string(row.batch_size);
-}
-
-std::string SeriesName(const BenchRow& row) {
-  return fmt::format("{} d{} p{} g{} {}", row.weights, row.prefetch_depth, row.prompt_len,
-                     row.gen_len, row.refill);
 }
 
 }  // namespace
@@ -126,77 +120,6 @@ std::string Json(const std::vector<BenchRow>& rows) {
                    {"percent_of_stream_bound", r.percent_of_stream_bound}});
   }
   return out.dump(2) + "\n";
-}
-
-std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const std::string& title) {
-  constexpr double kWidth = 760, kHeight = 440, kLeft = 90, kRight = 230, kTop = 40, kBottom = 50;
-  const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
-  std::map<std::string, std::vector<const BenchRow*>> series;
-  double max_batch = 1, max_rate = 1e-9;
-  for (const BenchRow& r : rows) {
-    series[SeriesName(r)].push_back(&r);
-    max_batch = std::max(max_batch, static_cast<double>(r.batch_size));
-    max_rate = std::max({max_rate, r.decode_tokens_per_s.mean + r.decode_tokens_per_s.sd,
-                         r.predicted_decode_tokens_per_s});
-  }
-  max_rate *= 1.1;
-  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  auto x = [&](double batch) { return kLeft + plot_w * batch / max_batch; };
-  auto y = [&](double rate) { return kTop + plot_h * (1 - rate / max_rate); };
-
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"white\"/>\n<text x=\"{}\" y=\"22\" font-size=\"15\">{}</text>\n",
-      kWidth, kHeight, kLeft, title);
-  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n"
-                     "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"black\"/>\n",
-                     kLeft, kTop, kTop + plot_h, kLeft + plot_w);
-  for (int tick = 0; tick <= 5; ++tick) {
-    const double rate = max_rate * tick / 5;
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLeft - 6,
-                       y(rate) + 4,
-                       rate >= 100 ? fmt::format("{:.0f}", rate) : fmt::format("{:.2g}", rate));
-  }
-  std::vector<int> batches;
-  for (const BenchRow& r : rows) batches.push_back(r.batch_size);
-  std::sort(batches.begin(), batches.end());
-  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-  for (int batch : batches) {  // ticks at the measured batch sizes
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(batch),
-                       kTop + plot_h + 18, batch);
-  }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">batch size</text>\n",
-                     kLeft + plot_w / 2, kHeight - 10);
-  svg += fmt::format("<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" "
-                     "text-anchor=\"middle\">decode tokens/s</text>\n",
-                     kTop + plot_h / 2, kTop + plot_h / 2);
-  int index = 0;
-  for (auto& [name, points] : series) {
-    std::sort(points.begin(), points.end(),
-              [](const BenchRow* a, const BenchRow* b) { return a->batch_size < b->batch_size; });
-    const char* color = kColors[index % 6];
-    std::string measured, bound;
-    for (const BenchRow* p : points) {
-      measured += fmt::format("{:.1f},{:.1f} ", x(p->batch_size), y(p->decode_tokens_per_s.mean));
-      bound += fmt::format("{:.1f},{:.1f} ", x(p->batch_size), y(p->predicted_decode_tokens_per_s));
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n",
-                         x(p->batch_size), y(p->decode_tokens_per_s.mean), color);
-    }
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
-                       measured, color);
-    svg += fmt::format(
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-dasharray=\"6 4\"/>\n", bound,
-        color);
-    const double legend_y = kTop + 16 + index * 34;
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", kLeft + plot_w + 14,
-                       legend_y, color, name);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\" font-size=\"10\">solid: measured, "
-                       "dashed: bound</text>\n",
-                       kLeft + plot_w + 14, legend_y + 14, color);
-    ++index;
-  }
-  return svg + "</svg>\n";
 }
 
 }  // namespace zinf::cli

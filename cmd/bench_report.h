@@ -50,8 +50,4 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows);
 std::string Csv(const std::vector<BenchRow>& rows);
 std::string Json(const std::vector<BenchRow>& rows);
 
-// Decode tokens/s against batch size, one line per (weights, prefetch, prompt, gen) series, with
-// each series' predicted bound dashed. SVG text.
-std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const std::string& title);
-
 }  // namespace zinf::cli

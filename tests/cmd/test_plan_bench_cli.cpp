@@ -103,12 +103,12 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
 }
 
-TEST_CASE("zinf bench writes a table, CSV, JSON and a plot") {
+TEST_CASE("zinf bench writes a table, CSV, JSON and a PNG plot") {
   const std::string dir = MakeTempDir("bench-cli");
   const CliResult result =
       RunZinf({"bench", "--model", ConvertedStories260KDir(), "--batch-size", "1,3", "--prompt-len",
                "8", "--gen-len", "4", "--weights", "resident,stream", "--repeat", "2", "--csv",
-               dir + "/b.csv", "--json", dir + "/b.json", "--plot", dir + "/b.svg"});
+               dir + "/b.csv", "--json", dir + "/b.json", "--plot", dir + "/b.png"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(Lines(result.out).size() == 2 + 4);  // header, rule, 2 placements × 2 batch sizes
@@ -122,7 +122,27 @@ TEST_CASE("zinf bench writes a table, CSV, JSON and a plot") {
   CHECK(rows[2]["weights"] == "stream");
   CHECK(rows[2]["disk_gbps"]["mean"].get<double>() > 0);   // streaming reads the file every step
   CHECK(rows[0]["disk_gbps"]["mean"].get<double>() == 0);  // resident does not
-  CHECK(ReadFile(dir + "/b.svg").find("<svg") == 0);
+  CHECK(ReadFile(dir + "/b.png").substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+TEST_CASE("zinf bench refuses a --plot it cannot write before it measures anything") {
+  const std::string dir = MakeTempDir("bench-bad-plot");
+  for (const std::string& plot : {dir + "/out.bmp", dir + "/missing/out.png"}) {
+    const CliResult result =
+        RunZinf({"bench", "--model", ConvertedStories260KDir(), "--batch-size", "1", "--prompt-len",
+                 "8", "--gen-len", "4", "--repeat", "1", "--plot", plot});
+    INFO(result.err);
+    CHECK(result.exit_code != 0);
+    CHECK(result.err.find("--plot " + plot) != std::string::npos);
+    CHECK(result.out.empty());                                      // no table
+    CHECK(result.err.find("weights, batch") == std::string::npos);  // no configuration ran
+  }
+  // Checked before the model is read: the plot is what it reports, not the missing model.
+  const CliResult result =
+      RunZinf({"bench", "--model", dir + "/no-model", "--plot", dir + "/out.bmp"});
+  CHECK(result.exit_code != 0);
+  CHECK(result.err.find("--plot") != std::string::npos);
+  CHECK(result.err.find("no-model") == std::string::npos);
 }
 
 }  // namespace zinf::testing
