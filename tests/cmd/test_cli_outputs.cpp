@@ -67,16 +67,36 @@ TEST_CASE("ids keep their JSON type from the prompt file to the results") {
 
 TEST_CASE("resume treats 7 and \"7\" as one id, as the prompt file's duplicate check does") {
   const std::string dir = MakeTempDir("cli-ids-resume");
-  WriteFile(dir + "/p.jsonl", "{\"id\": \"7\", \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n"
-                              "{\"id\": 8, \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n"
-                              "{\"id\": \"x\", \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n");
-  WriteFile(dir + "/o.jsonl", "{\"id\":7,\"text\":\"done before\"}\n"
-                              "{\"id\":\"8\",\"text\":\"done before\"}\n");
-  const CliResult result =
-      Generate({"--prompts", dir + "/p.jsonl", "--out", dir + "/o.jsonl", "--resume"});
-  INFO(result.err);
-  REQUIRE(result.exit_code == 0);
-  const std::vector<Json> lines = ParseLines(ReadFile(dir + "/o.jsonl"));
+  const std::string one = "{\"id\": 7, \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n";
+  const std::string two = "{\"id\": \"8\", \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n";
+  const std::string three = "{\"id\": \"x\", \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n";
+  // A numeric id resumes like a string one: the prompt file grows, only the new request runs.
+  WriteFile(dir + "/p.jsonl", one + two);
+  const std::vector<std::string> run = {"--prompts", dir + "/p.jsonl", "--out", dir + "/o.jsonl"};
+  REQUIRE(Generate(run).exit_code == 0);
+  WriteFile(dir + "/p.jsonl", one + two + three);
+  std::vector<std::string> resume = run;
+  resume.push_back("--resume");
+  const CliResult resumed = Generate(resume);
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  std::vector<Json> lines = ParseLines(ReadFile(dir + "/o.jsonl"));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["id"] == 7);
+  CHECK(lines[2]["id"] == "x");
+
+  // Across types: results written as 7 and "8" count requests "7" and 8 as done. (Lines
+  // without a prompt digest, as hand-written ones are, need --resume-force.)
+  WriteFile(dir + "/q.jsonl", "{\"id\": \"7\", \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n"
+                              "{\"id\": 8, \"prompt_ids\": [1, 403], \"max_new_tokens\": 2}\n" +
+                                  three);
+  WriteFile(dir + "/q-out.jsonl", "{\"id\":7,\"text\":\"done before\"}\n"
+                                  "{\"id\":\"8\",\"text\":\"done before\"}\n");
+  const CliResult crossed = Generate(
+      {"--prompts", dir + "/q.jsonl", "--out", dir + "/q-out.jsonl", "--resume", "--resume-force"});
+  INFO(crossed.err);
+  REQUIRE(crossed.exit_code == 0);
+  lines = ParseLines(ReadFile(dir + "/q-out.jsonl"));
   REQUIRE(lines.size() == 3);  // only "x" ran
   CHECK(lines[2]["id"] == "x");
 
