@@ -134,8 +134,10 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const PlotInfo&
   const LogScale x{min_batch / margin, max_batch * margin, kLeft, plot_right};
   const LinearScale linear_y{axis.low, axis.high, plot_bottom, plot_top};
   const LogScale log_y{axis.low, axis.high, plot_bottom, plot_top};
-  // On the log axis, zero and below (an error bar's low end) sit on the bottom edge.
+  // On the log axis, zero and below (an error bar's low end) sit on the bottom edge. Bounds are
+  // not clamped: one below the axis runs off it, clipped, rather than along its edge.
   auto y = [&](double rate) { return axis.log ? log_y(std::max(rate, axis.low)) : linear_y(rate); };
+  auto bound_y = [&](double rate) { return axis.log ? log_y(rate) : linear_y(rate); };
   const double legend_top = plot_bottom + 62;
   const double height = legend_top + (set.series.size() + 1) * kLegendRow + 6;
 
@@ -189,8 +191,8 @@ std::string ThroughputPlotSvg(const std::vector<BenchRow>& rows, const PlotInfo&
     for (const BenchRow* p : series.points) {
       measured += fmt::format("{:.1f},{:.1f} ", x(p->batch_size), y(p->decode_tokens_per_s.mean));
       if (p->predicted_decode_tokens_per_s > 0) {
-        bound +=
-            fmt::format("{:.1f},{:.1f} ", x(p->batch_size), y(p->predicted_decode_tokens_per_s));
+        bound += fmt::format("{:.1f},{:.1f} ", x(p->batch_size),
+                             bound_y(p->predicted_decode_tokens_per_s));
       }
     }
     if (!bound.empty()) {

@@ -96,6 +96,8 @@ TEST_CASE("bench plot: the measured lines fill the plot; far bounds are clipped 
   std::vector<BenchRow> close = {Row("resident", 1, 1000, 1100), Row("resident", 4, 2000, 2600)};
   CHECK(ChooseRateAxis(close).high >= 2600);
   CHECK(ThroughputPlotSvg(close, {}).find("▲") == std::string::npos);
+
+  CHECK(ThroughputPlotSvg({}, {}).find("</svg>") != std::string::npos);  // nothing ran: still SVG
 }
 
 TEST_CASE("bench plot: a series a linear axis would squash gets a log axis instead") {
