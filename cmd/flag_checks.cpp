@@ -58,6 +58,16 @@ CLI::Validator PositiveNumber() {
       "");
 }
 
+CLI::Validator NonNegativeNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<double> value = ParseNumber(text);
+        if (value && *value >= 0 && std::isfinite(*value)) return "";
+        return fmt::format("must be a finite number >= 0, got '{}'", text);
+      },
+      "");
+}
+
 CLI::Validator UnsignedInt() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -22,6 +22,8 @@ CLI::Validator UnsignedInt();
 
 // A finite number > 0 (rates, sizes in GB/s).
 CLI::Validator PositiveNumber();
+// A finite number >= 0 (periods in seconds); CLI11's NonNegativeNumber lets "nan" through.
+CLI::Validator NonNegativeNumber();
 
 // A per-request setting, with the engine's range and words.
 CLI::Validator SettingCheck(RequestSetting setting);

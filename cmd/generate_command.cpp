@@ -300,7 +300,7 @@ void AddGenerateCommand(CLI::App& app) {
                    "seconds between progress log lines when stderr is not a terminal (0: none; "
                    "a terminal shows a live line instead)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   command->add_option("--fault-inject", options->fault_inject,
                       "testing only: make weight reads fail or return bad bytes; SPEC is a "
                       "comma-separated list of short, eagain, eio:EXTENT[@N], flip:EXTENT[@N] "

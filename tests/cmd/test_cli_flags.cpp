@@ -70,6 +70,7 @@ TEST_CASE("bad generate flags exit 2 naming the flag, before the model is opened
       {{"--kv-dtype", "int2"}, "--kv-dtype: 'int2' is not one of f32, int8"},
       {{"--weights", "mmap"}, "--weights: 'mmap' is not one of auto, resident, stream"},
       {{"--refill", "eager"}, "--refill: 'eager' is not one of continuous, static"},
+      {{"--progress-every", "nan"}, "--progress-every: must be a finite number >= 0"},
       {{"--log-level", "loud"}, "--log-level: 'loud' is not one of"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };

@@ -113,8 +113,18 @@ TEST_CASE("numeric ids are written as numbers; logprobs carry token text", "[out
     ResultsFile out(path.str(), /*resume=*/false);
     Completion completion = MakeCompletion("7", "Once");
     completion.id_is_number = true;
-    completion.logprobs.push_back(
-        {{5, -0.25f, " Once"}, {{5, -0.25f, " Once"}, {9, -1.5f, "\xE2\x82"}}});
+    // Built field by field: GCC 12 at -O2 warns (-Wmaybe-uninitialized) on the nested braced
+    // temporaries of std::optional members.
+    StepLogprobs step;
+    step.chosen.id = 5;
+    step.chosen.logprob = -0.25f;
+    step.chosen.token = " Once";
+    step.top.resize(2);
+    step.top[0] = step.chosen;
+    step.top[1].id = 9;
+    step.top[1].logprob = -1.5f;
+    step.top[1].token = "\xE2\x82";
+    completion.logprobs.push_back(std::move(step));
     out.Append(completion);
     out.Append(MakeCompletion("8", "as a string"));
     out.AppendError({"18446744073709551615", true}, 3, "too long");
