@@ -2,6 +2,9 @@
 // zinf convert --synthetic CONFIG.json DST [--dtype …] [--seed N]
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "cmd/commands.h"
 #include "cmd/flag_checks.h"
 #include "cmd/progress_bar.h"
@@ -69,6 +72,7 @@ void RunConvert(ConvertCommandOptions options) {
     synthetic_options.keep_float = keep_float;
     synthetic_options.seed = options.seed;
     synthetic_options.overwrite = options.force;
+    synthetic_options.producers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     synthetic_options.progress = on_progress;
     summary =
         formats::WriteSyntheticCheckpoint(options.synthetic_config, out_dir, synthetic_options);

@@ -98,7 +98,7 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
                      ProduceTensor(checkpoint.extents[extent_idx].tensors[tensor_idx], tensor_seed,
                                    sink);
                    },
-                   options.progress);
+                   options.progress, options.producers);
   WriteManifestWithSource(out_path.string(), checkpoint,
                           {"synthetic:" + fs::path(config_json_path).filename().string(),
                            checkpoint.config.model_type});

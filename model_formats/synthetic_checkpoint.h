@@ -20,6 +20,9 @@ struct SyntheticOptions {
   std::vector<std::string> keep_float;
   uint64_t seed = 0;
   bool overwrite = false;
+  // Threads generating extents at once (a 30B-parameter checkpoint takes minutes on one core);
+  // the file does not depend on it.
+  int producers = 1;
   std::function<void(uint64_t, uint64_t)> progress;  // (bytes written, total bytes)
 };
 

@@ -20,8 +20,10 @@ using TensorProducer = std::function<void(size_t extent_idx, size_t tensor_idx, 
 
 // Writes `path` atomically (temporary file, then rename) and fills in each extent's xxh3.
 // progress (may be empty) is called after each extent with (bytes written, total bytes).
+// producers > 1 calls `produce` from that many threads at once, each on its own extent (so it
+// must be safe to call concurrently); the file is the same either way.
 void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
                       const TensorProducer& produce,
-                      const std::function<void(uint64_t, uint64_t)>& progress);
+                      const std::function<void(uint64_t, uint64_t)>& progress, int producers = 1);
 
 }  // namespace zinf::formats

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -81,6 +82,26 @@ TEST_CASE("a synthetic checkpoint loads, is deterministic in its seed, and honou
   CHECK(ReadAll(a + "/weights.bin") == ReadAll(b + "/weights.bin"));
   CHECK(ReadAll(a + "/weights.bin") != ReadAll(c + "/weights.bin"));
   CHECK_THROWS_WITH(WriteSyntheticCheckpoint(config, a, options), Catch::Contains("--force"));
+}
+
+TEST_CASE("extents produced on several threads give the same file and checksums as one thread") {
+  const std::string config = std::string(ZINF_SOURCE_DIR) + "/models/stories260K/config.json";
+  const std::string serial = testing::MakeTempDir("synthetic-serial");
+  const std::string parallel = testing::MakeTempDir("synthetic-parallel");
+  SyntheticOptions options;
+  options.dtype = DType::kInt4;
+  options.group_size = 32;
+  WriteSyntheticCheckpoint(config, serial, options);
+  options.producers = 3;
+  std::vector<uint64_t> progress;
+  options.progress = [&](uint64_t done, uint64_t) { progress.push_back(done); };
+  WriteSyntheticCheckpoint(config, parallel, options);
+
+  CHECK(ReadAll(serial + "/weights.bin") == ReadAll(parallel + "/weights.bin"));
+  CHECK(ReadAll(serial + "/manifest.json") == ReadAll(parallel + "/manifest.json"));
+  CHECK(LoadCheckpoint(parallel).extents.size() == 7);
+  REQUIRE(progress.size() == 7);  // once per extent, in order
+  CHECK(std::is_sorted(progress.begin(), progress.end()));
 }
 
 }  // namespace zinf::formats

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU offload measurements of issue #24, on a machine with an NVIDIA GPU:
+#   opt30b   — OPT-30B-shaped f16 with --gpu-mem well below its 60 GB, weights from pinned DRAM:
+#              decode against N·B/(P·b) at batch 8/32/64/128, with and without --kv-offload cpu,
+#              and the largest batch each fits at 1024 positions.
+#   llama70b — LLaMA-2-70B-shaped int4 (g64), prompt 512, generate 32, the planner's best batch:
+#              with the planner's own placement, and with most weights in DRAM (a device budget
+#              that holds part of them).
+# Usage: bench/gpu_offload.sh STAGE RESULTS_FILE   (ZINF: the binary, default build-gpu/zinf;
+# ZINF_GPU_WORK_DIR: where checkpoints go, default build-gpu/gpu-offload-work; a stage deletes
+# its checkpoint at the end unless ZINF_KEEP_CHECKPOINTS=1, since the two do not fit on 64 GB).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage=$1
+results=$2
+zinf=${ZINF:-$root/build-gpu/zinf}
+work=${ZINF_GPU_WORK_DIR:-$root/build-gpu/gpu-offload-work}
+mkdir -p "$work" "$(dirname "$results")"
+
+{
+  echo "# zinf bench/gpu_offload.sh $stage, $(date -u +%Y-%m-%d)"
+  echo "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n1)"
+  echo "zinf: ${ZINF_COMMIT:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)}, Release"
+  echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/ {print $2}') GiB"
+  echo "work dir: $work ($(df -h --output=avail "$work" | tail -n1 | tr -d ' ') free)"
+  echo
+} | tee -a "$results"
+
+# timed LABEL COMMAND...: runs it (for at most $STEP_LIMIT seconds, so one slow step cannot eat a
+# whole device call) with its output in the results, and its wall time after.
+timed() {
+  local label=$1
+  shift
+  local start=$SECONDS
+  echo "\$ $*" | tee -a "$results"
+  set +e
+  timeout "${STEP_LIMIT:-400}" "$@" 2>&1 | tee -a "$results"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  echo "($label: exit $rc, $((SECONDS - start)) s)" | tee -a "$results"
+  echo | tee -a "$results"
+}
+
+case "$stage" in
+  opt30b)
+    model=$work/opt-30b-f16
+    [ -f "$model/manifest.json" ] || timed "synthetic OPT-30B f16" "$zinf" -q convert --synthetic \
+      "$root/configs/opt-30b.json" "$model" --dtype f16 --force
+    budget=${ZINF_OPT_GPU_MEM:-24G}
+    for offload in none cpu; do
+      timed "plan, auto batch at 1024 positions, --kv-offload $offload" "$zinf" plan --model "$model" \
+        --device cuda --gpu-mem "$budget" --kv-offload "$offload" --batch-size auto --max-context 1024
+    done
+    for offload in none cpu; do
+      timed "bench --kv-offload $offload" "$zinf" bench --model "$model" --device cuda \
+        --gpu-mem "$budget" --kv-offload "$offload" --batch-size 8,32,64,128 --prompt-len 64 \
+        --gen-len 8 --step-tokens 2048 --repeat 1 --json "$work/opt30b-kv-$offload.json"
+    done
+    ;;
+  llama70b)
+    model=$work/llama-2-70b-int4
+    [ -f "$model/manifest.json" ] || timed "synthetic LLaMA-2-70B int4 g64" "$zinf" -q convert --synthetic \
+      "$root/configs/llama-2-70b.json" "$model" --dtype int4 --group-size 64 --force
+    timed "plan, planner's placement" "$zinf" plan --model "$model" --device cuda --batch-size auto \
+      --max-context 545
+    timed "bench, planner's placement and batch" "$zinf" bench --model "$model" --device cuda \
+      --batch-size auto --prompt-len 512 --gen-len 32 --num-prompts 256 --step-tokens 4096 \
+      --repeat 1 --json "$work/llama70b-auto.json"
+    dram_budget=${ZINF_70B_GPU_MEM:-40G}
+    timed "bench, most weights in DRAM (--gpu-mem $dram_budget)" "$zinf" bench --model "$model" \
+      --device cuda --gpu-mem "$dram_budget" --batch-size auto --prompt-len 512 \
+      --gen-len 32 --num-prompts 256 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
+    ;;
+  *)
+    echo "gpu_offload.sh: unknown stage '$stage' (opt30b or llama70b)" >&2
+    exit 2
+    ;;
+esac
+[ "${ZINF_KEEP_CHECKPOINTS:-0}" = 1 ] || rm -rf "$model"
