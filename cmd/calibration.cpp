@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/probe.h"
+#include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "io/disk_probe.h"
 
@@ -68,6 +69,18 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.int8_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kI8);
   rates.int4_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kQ4);
   rates.measured = true;
+  // A GPU's rates too, where there is one: streamed plans are bound by its link.
+  const bool gpu = cuda::CudaBuilt() && cuda::CudaUnavailableReason().empty();
+  if (gpu) {
+    const cuda::DeviceRates device = cuda::MeasureDeviceRates(0);
+    rates.h2d_gbps = device.h2d_gbps;
+    rates.device_gbps = device.device_gbps;
+    rates.device_tflops = device.device_tflops;
+    rates.gpu_measured = true;
+    spdlog::info("calibrated GPU 0: pinned host-to-device {:.1f} GB/s, device memory {:.0f} GB/s, "
+                 "bf16 matrix products {:.0f} TFLOP/s",
+                 rates.h2d_gbps, rates.device_gbps, rates.device_tflops);
+  }
   spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
                "(int8 weights {:.1f}, int4 {:.1f}; {} threads) -> {}",
                rates.disk_read_gbps, file,
@@ -82,6 +95,11 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                          {"threads", num_threads},
                          {"disk_probe_file", file},
                          {"direct_io", disk.direct_io}};
+  if (gpu) {
+    json["h2d_gbps"] = rates.h2d_gbps;
+    json["device_gbps"] = rates.device_gbps;
+    json["device_tflops"] = rates.device_tflops;
+  }
   fs::create_directories(cache.parent_path());
   std::ofstream(cache) << json.dump(2) << "\n";
   return rates;
@@ -99,6 +117,11 @@ std::optional<Bandwidths> LoadCalibration() {
     // Caches from before the integer kernels were measured hold none: the float rate stands in.
     rates.int8_gflops = json.value("int8_gflops", 0.0);
     rates.int4_gflops = json.value("int4_gflops", 0.0);
+    // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions.
+    rates.h2d_gbps = json.value("h2d_gbps", rates.h2d_gbps);
+    rates.device_gbps = json.value("device_gbps", rates.device_gbps);
+    rates.device_tflops = json.value("device_tflops", rates.device_tflops);
+    rates.gpu_measured = json.contains("h2d_gbps");
     rates.measured = true;
     return rates;
   } catch (const nlohmann::json::exception& error) {

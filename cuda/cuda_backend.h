@@ -46,6 +46,16 @@ std::string CudaUnavailableReason();
 // against. Throws zinf::Error without a usable device.
 double MeasurePinnedH2DGbps(int device, uint64_t bytes);
 
+// What `zinf calibrate` measures of a GPU: pinned host-to-device copies (GB/s), device-memory
+// bandwidth (GB/s, reads plus writes of a device-to-device copy) and the bf16 cuBLAS GEMM rate
+// (TFLOP/s). Throws zinf::Error without a usable device.
+struct DeviceRates {
+  double h2d_gbps = 0;
+  double device_gbps = 0;
+  double device_tflops = 0;
+};
+DeviceRates MeasureDeviceRates(int device);
+
 // Opens the device, allocates the pool and creates the cuBLAS handle. Throws zinf::Error when no
 // usable device is present (suggesting --device cpu) or the pool does not fit.
 std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits,

@@ -18,6 +18,11 @@ double MeasurePinnedH2DGbps(int, uint64_t) {
        CudaUnavailableReason());
 }
 
+DeviceRates MeasureDeviceRates(int) {
+  Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
+       CudaUnavailableReason());
+}
+
 std::unique_ptr<Backend> CreateCudaBackend(const Checkpoint&, const ModelLimits&,
                                            const CudaOptions&) {
   Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",

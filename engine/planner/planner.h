@@ -31,6 +31,7 @@ struct Bandwidths {
   double device_gbps = 3000.0;   // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
   double device_tflops = 400.0;  // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
   bool measured = false;
+  bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
 
   double GflopsFor(DType weights) const {
     const double quantized = weights == DType::kI8   ? int8_gflops

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
@@ -101,6 +102,35 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["int4_gflops"].get<double>() > 0);
   const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
+}
+
+TEST_CASE("a GPU's calibrated rates reach a CUDA plan; a CPU-only calibration leaves them assumed") {
+  const std::string cache = MakeTempDir("calibration-gpu");
+  const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
+  nlohmann::json rates = {{"disk_read_gbps", 3.5},   {"dram_read_gbps", 40.0},
+                          {"compute_gflops", 500.0}, {"int8_gflops", 600.0},
+                          {"int4_gflops", 400.0}};
+  std::filesystem::create_directories(cache + "/zinf");
+  const auto plan = [&] {
+    std::ofstream(cache + "/zinf/calibration.json") << rates.dump();
+    return RunZinf({"plan", "--model", ConvertedStories260KDir(), "--device", "cuda", "--gpu-mem",
+                    "64M"},
+                   "", with_cache);
+  };
+  const CliResult cpu_only = plan();
+  INFO(cpu_only.err);
+  REQUIRE(cpu_only.exit_code == 0);
+  CHECK(cpu_only.out.find("PCIe 25.0 GB/s") != std::string::npos);
+  CHECK(cpu_only.out.find("assumed unless given") != std::string::npos);
+
+  rates["h2d_gbps"] = 54.8;  // as `zinf calibrate` measured on an H100 (PCIe 5.0 x16)
+  rates["device_gbps"] = 2900.0;
+  rates["device_tflops"] = 650.0;
+  const CliResult with_gpu = plan();
+  INFO(with_gpu.err);
+  REQUIRE(with_gpu.exit_code == 0);
+  CHECK(with_gpu.out.find("PCIe 54.8 GB/s, device memory 2900 GB/s, device 650 TFLOP/s "
+                          "(zinf calibrate's") != std::string::npos);
 }
 
 TEST_CASE("zinf bench writes a table, CSV, JSON and a PNG plot") {

@@ -98,7 +98,7 @@ OpFixture::OpFixture(const ModelConfig& config, const ModelLimits& limits,
   gpu_->AllocateKvCache(kv);
   const ExtentView view{&checkpoint_.extents[0], extent_bytes_};
   cpu_base_ = cpu_.BindExtent(view);
-  gpu_base_ = gpu_->BindExtent(view);
+  gpu_base_ = gpu_->LoadResident(view);  // resident, as the default placement has it
 }
 
 Weight OpFixture::WeightOn(const std::string& name, const std::byte* base) const {
