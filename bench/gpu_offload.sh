@@ -7,6 +7,7 @@
 #              with the planner's own placement, and with most weights in DRAM (a device budget
 #              that holds part of them).
 # Usage: bench/gpu_offload.sh STAGE RESULTS_FILE   (ZINF: the binary, default build-gpu/zinf;
+# ZINF_OPT_OFFLOADS / ZINF_OPT_BATCHES narrow the OPT-30B sweep, e.g. "cpu" and "32,128";
 # ZINF_GPU_WORK_DIR: where checkpoints go, default build-gpu/gpu-offload-work; a stage deletes
 # its checkpoint at the end unless ZINF_KEEP_CHECKPOINTS=1, since the two do not fit on 64 GB).
 set -euo pipefail
@@ -53,12 +54,12 @@ case "$stage" in
     done
     # With the cache offloaded it is int8 in DRAM (a quarter of f32), so that a checkpoint on
     # tmpfs, its DRAM tier and the cache fit the machine's memory together.
-    for offload in none cpu; do
+    for offload in ${ZINF_OPT_OFFLOADS:-none cpu}; do
       kv_dtype=f32
       [ "$offload" = cpu ] && kv_dtype=int8
       timed "bench --kv-offload $offload --kv-dtype $kv_dtype" "$zinf" bench --model "$model" \
         --device cuda --gpu-mem "$budget" --kv-offload "$offload" --kv-dtype "$kv_dtype" \
-        --batch-size 8,32,64,128 --prompt-len 64 --gen-len 8 --step-tokens 2048 --repeat 1 \
+        --batch-size "${ZINF_OPT_BATCHES:-8,32,64,128}" --prompt-len 64 --gen-len 8 --step-tokens 2048 --repeat 1 \
         --json "$work/opt30b-kv-$offload.json"
     done
     ;;
@@ -69,12 +70,12 @@ case "$stage" in
     timed "plan, planner's placement" "$zinf" plan --model "$model" --device cuda --batch-size auto \
       --max-context 545
     timed "bench, planner's placement and batch" "$zinf" bench --model "$model" --device cuda \
-      --batch-size auto --prompt-len 512 --gen-len 32 --num-prompts 256 --step-tokens 4096 \
+      --batch-size auto --prompt-len 512 --gen-len 32 --num-prompts 128 --step-tokens 4096 \
       --repeat 1 --json "$work/llama70b-auto.json"
     dram_budget=${ZINF_70B_GPU_MEM:-40G}
     timed "bench, most weights in DRAM (--gpu-mem $dram_budget)" "$zinf" bench --model "$model" \
       --device cuda --gpu-mem "$dram_budget" --batch-size auto --prompt-len 512 \
-      --gen-len 32 --num-prompts 256 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
+      --gen-len 32 --num-prompts 128 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
     ;;
   *)
     echo "gpu_offload.sh: unknown stage '$stage' (opt30b or llama70b)" >&2
