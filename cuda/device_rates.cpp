@@ -1,6 +1,6 @@
-// MeasureDeviceRates: what `zinf calibrate` records of a GPU for the planner — pinned host-to-device
-// copies, device-memory bandwidth and the bf16 matrix rate through the same cuBLAS call the
-// backend makes — so a plan's predictions rest on this machine, not on datasheet guesses.
+// What a GPU achieves, measured: pinned host-to-device copies (the reference a streamed run's
+// weight copies are compared with), and for `zinf calibrate` device-memory bandwidth and the bf16
+// matrix rate through the backend's own cuBLAS call, so plans rest on this machine's rates.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -16,6 +16,9 @@ namespace zinf::cuda {
 
 namespace {
 
+struct HostFree {
+  void operator()(void* p) const { cudaFreeHost(p); }
+};
 struct DeviceFree {
   void operator()(void* p) const { cudaFree(p); }
 };
@@ -61,6 +64,25 @@ struct CublasDestroy {
 };
 
 }  // namespace
+
+double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
+  if (const std::string reason = CudaUnavailableReason(); !reason.empty()) {
+    Fail("--device cuda: {}; run with --device cpu", reason);
+  }
+  CheckCuda(cudaSetDevice(device), "selecting the GPU");
+  void* host = nullptr;
+  void* dev = nullptr;
+  CheckCuda(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "allocating pinned host memory");
+  const std::unique_ptr<void, HostFree> host_owner(host);
+  CheckCuda(cudaMalloc(&dev, bytes), "allocating device memory to copy into");
+  const std::unique_ptr<void, DeviceFree> device_owner(dev);
+  std::fill_n(static_cast<unsigned char*>(host), bytes, 1);  // touched: no page faults timed
+  const double seconds = FastestSeconds(5, [&] {
+    CheckCuda(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, nullptr),
+              "copying to the GPU");
+  });
+  return bytes / seconds / 1e9;
+}
 
 DeviceRates MeasureDeviceRates(int device) {
   if (const std::string reason = CudaUnavailableReason(); !reason.empty()) {
