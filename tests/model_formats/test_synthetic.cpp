@@ -89,7 +89,7 @@ TEST_CASE("extents produced on several threads give the same file and checksums 
   const std::string serial = testing::MakeTempDir("synthetic-serial");
   const std::string parallel = testing::MakeTempDir("synthetic-parallel");
   SyntheticOptions options;
-  options.dtype = DType::kInt4;
+  options.dtype = DType::kQ4;
   options.group_size = 32;
   WriteSyntheticCheckpoint(config, serial, options);
   options.producers = 3;
