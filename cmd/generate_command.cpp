@@ -243,6 +243,7 @@ void RunGenerate(GenerateOptions options) {
   metrics.failed = failures.total();  // the feed's unrunnable entries as well as the engine's
   metrics.skipped = static_cast<int64_t>(output.done_ids().size());
   metrics.interrupted = interrupted->load();
+  metrics.experts = session.model().expert_traffic();
   spdlog::info("{}", metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);

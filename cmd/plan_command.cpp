@@ -41,6 +41,30 @@ Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
   return checkpoint;
 }
 
+// A mixture of experts: how many of them a step is expected to use, and where they are.
+void PrintExperts(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const ModelConfig& c = checkpoint.config;
+  int sparse_layers = 0;
+  for (int layer = 0; layer < c.num_layers; ++layer) sparse_layers += c.IsMoeLayer(layer);
+  const int tokens = std::max(inputs.workload.batch_size, 1);
+  const double share = RoutedShare(c, tokens);
+  uint64_t expert_bytes = 0, held_bytes = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    if (checkpoint.extents[i].kind != ExtentKind::kExpert) continue;
+    expert_bytes += checkpoint.extents[i].padded_bytes;
+    if (plan.placement[i] == Tier::kDevice) held_bytes += checkpoint.extents[i].padded_bytes;
+  }
+  fmt::print("experts    {} per layer in {} of {} layers, {} per token{}{}: a step of {} tokens "
+             "routes to {:.1f} per layer ({:.0f}%, uniform router), {:.2f} of {:.2f} GiB of "
+             "expert weights; {:.2f} GiB held in {}\n",
+             c.moe.num_experts, sparse_layers, c.num_layers, c.moe.experts_per_token,
+             c.moe.shared_expert_ffn > 0 ? " + a shared expert" : "",
+             c.moe.normalize_top_k ? " (weights renormalised)" : "", tokens,
+             c.moe.num_experts * share, 100 * share, expert_bytes * share / kGiB,
+             expert_bytes / kGiB, held_bytes / kGiB, TierPlace(Tier::kDevice, inputs.backend));
+}
+
 void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   const ModelConfig& c = checkpoint.config;
@@ -57,6 +81,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   fmt::print("workload   batch {}, context {}, step tokens {}, KV cache {}\n",
              inputs.workload.batch_size, inputs.workload.max_context, inputs.workload.step_tokens,
              DTypeName(inputs.workload.kv_dtype));
+  if (c.is_moe()) PrintExperts(checkpoint, inputs, plan);
   if (cuda) {
     fmt::print("device     resident weights {:.2f} GiB + weight slots {:.2f} GiB + KV cache {:.2f} "
                "GiB + activations {:.2f} GiB = {:.2f} GiB\n",

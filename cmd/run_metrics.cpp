@@ -75,11 +75,24 @@ std::string RunMetrics::SummaryLine() const {
                           bound, predicted_decode_tokens_per_s);
     }
   }
-  return line;
+  return line + ExpertsSummary();
+}
+
+std::string RunMetrics::ExpertsSummary() const {
+  if (experts.steps == 0) return "";
+  const double steps = static_cast<double>(experts.steps);
+  std::string text = fmt::format(" | experts: {:.1f}% of them used per step", 
+                                 Rate(100.0 * experts.experts_used, experts.experts_total));
+  if (experts.bytes_dense == 0) return text + ", all held where they are computed";
+  return text + fmt::format(", {} of expert weights moved per step against {} for all of them "
+                            "({:.1f}%)",
+                            FormatBytes(static_cast<uint64_t>(experts.bytes_moved / steps)),
+                            FormatBytes(static_cast<uint64_t>(experts.bytes_dense / steps)),
+                            Rate(100.0 * experts.bytes_moved, experts.bytes_dense));
 }
 
 nlohmann::json RunMetrics::Json() const {
-  return {{"seconds", seconds},
+  nlohmann::json json = {{"seconds", seconds},
           {"requests", {{"completed", completed}, {"failed", failed}}},
           {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
           {"steps", {{"count", steps}, {"seconds", step_seconds}}},
@@ -100,6 +113,14 @@ nlohmann::json RunMetrics::Json() const {
            {{"kind", bound},
             {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
             {"percent_reached", percent_of_bound}}}};
+  if (experts.steps > 0) {
+    json["experts"] = {{"steps", experts.steps},
+                       {"used", experts.experts_used},
+                       {"total", experts.experts_total},
+                       {"bytes_moved", experts.bytes_moved},
+                       {"bytes_if_all_moved", experts.bytes_dense}};
+  }
+  return json;
 }
 
 }  // namespace zinf::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/generator.h"
+#include "engine/model.h"
 #include "engine/planner/planner.h"
 #include "engine/weight_source.h"
 
@@ -35,8 +36,13 @@ struct RunMetrics {
   std::string bound;
   std::string resident_place = "DRAM";  // where resident weights live (GPU on CUDA)
   double percent_of_bound = 0;
+  // Mixture-of-experts models: the experts the steps were routed to, and the expert bytes moved
+  // against what moving every expert would have been (steps == 0 for a dense model).
+  ExpertTraffic experts;
 
   std::string SummaryLine() const;
+  // " | experts: ..." for the summary line; empty for a dense model.
+  std::string ExpertsSummary() const;
   nlohmann::json Json() const;
 };
 

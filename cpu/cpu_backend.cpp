@@ -245,6 +245,21 @@ void CpuBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   }
 }
 
+void CpuBackend::ScaleAddRows(Tensor src, std::span<const int> rows,
+                              std::span<const float> scales, Tensor x) {
+  ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
+                 src.cols == x.cols,
+             "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),
+             scales.size(), src.rows, src.cols, x.rows, x.cols);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ZINF_CHECK(rows[i] >= 0 && rows[i] < x.rows, "row {} of {}", rows[i], x.rows);
+    const float* from = Rows(src) + i * src.cols;
+    float* to = Rows(x) + rows[i] * x.cols;
+    const float scale = scales[i];
+    for (int64_t c = 0; c < x.cols; ++c) to[c] += scale * from[c];
+  }
+}
+
 void CpuBackend::CopyToHost(Tensor x, std::span<float> host) {
   ZINF_CHECK(host.size() >= static_cast<size_t>(x.rows * x.cols), "host buffer too small");
   std::memcpy(host.data(), x.data, x.rows * x.cols * sizeof(float));

@@ -42,6 +42,8 @@ class CpuBackend final : public Backend {
   void Relu(Tensor x) override;
   void Add(Tensor x, Tensor y) override;
   void GatherRows(Tensor x, std::span<const int> rows, Tensor out) override;
+  void ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
+                    Tensor x) override;
   void CopyToHost(Tensor x, std::span<float> host) override;
   void CopyFromHost(std::span<const float> host, Tensor x) override;
 

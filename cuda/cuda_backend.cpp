@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -144,7 +145,14 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   positions_ = MakeInts(rows, "positions");
   row_slots_ = MakeInts(rows, "row slots");
   row_positions_ = MakeInts(rows, "row positions");
-  gather_rows_ = MakeInts(static_cast<size_t>(limits.logit_rows()), "gathered rows");
+  // Gathers pick the head's logit rows, and (MoE) an expert's tokens a micro-batch at a time.
+  const size_t micro = static_cast<size_t>(limits.micro_rows());
+  gather_rows_ = MakeInts(std::max<size_t>(limits.logit_rows(), checkpoint.config.is_moe() ? micro : 0),
+                          "gathered rows");
+  if (checkpoint.config.is_moe()) {
+    scatter_rows_ = MakeInts(micro, "scattered rows");
+    scatter_scales_ = MakeInts(micro, "routing weights");
+  }
   if (options.kv_offload) {
     host_kv_ = std::make_unique<HostKvAttention>(KvShapeFor(checkpoint.config, limits),
                                                  limits.max_tokens_per_step,
@@ -470,6 +478,24 @@ void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   CheckCuda(kn::GatherRows(Floats(x), x.cols, device_rows, static_cast<int>(rows.size()),
                            Floats(out), stream_),
             "gathering rows");
+}
+
+void CudaBackend::ScaleAddRows(Tensor src, std::span<const int> rows,
+                               std::span<const float> scales, Tensor x) {
+  ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
+                 src.cols == x.cols,
+             "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),
+             scales.size(), src.rows, src.cols, x.rows, x.cols);
+  for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
+  const int* device_rows = Upload(scatter_rows_, rows, "scattered rows");
+  // The weights travel through the same small int arrays, bit for bit.
+  scale_bits_.resize(scales.size());
+  std::memcpy(scale_bits_.data(), scales.data(), scales.size() * sizeof(float));
+  const int* device_scales = Upload(scatter_scales_, scale_bits_, "routing weights");
+  CheckCuda(kn::ScaleAddRows(Floats(src), x.cols, device_rows,
+                             reinterpret_cast<const float*>(device_scales),
+                             static_cast<int>(rows.size()), Floats(x), stream_),
+            "adding experts' outputs");
 }
 
 void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {

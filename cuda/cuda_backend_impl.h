@@ -60,6 +60,8 @@ class CudaBackend final : public Backend {
   void Relu(Tensor x) override;
   void Add(Tensor x, Tensor y) override;
   void GatherRows(Tensor x, std::span<const int> rows, Tensor out) override;
+  void ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
+                    Tensor x) override;
   void CopyToHost(Tensor x, std::span<float> host) override;
   void CopyFromHost(std::span<const float> host, Tensor x) override;
 
@@ -156,6 +158,8 @@ class CudaBackend final : public Backend {
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix
   DeviceInts token_ids_, positions_, row_slots_, row_positions_, gather_rows_;
+  DeviceInts scatter_rows_, scatter_scales_;  // MoE: an expert's tokens and routing weights
+  std::vector<int> scale_bits_;               // the weights' bits, on their way up
   std::vector<SequenceChunk> mapped_chunks_;  // what row_map_ (on the device) describes
   kernels::RowMap row_map_;
 

@@ -88,6 +88,9 @@ Status Relu(float* x, int64_t count, cudaStream_t stream);
 Status Add(float* x, const float* y, int64_t count, cudaStream_t stream);
 Status GatherRows(const float* x, int64_t cols, const int* rows, int num_rows, float* out,
                   cudaStream_t stream);
+// x[rows[i]] += scales[i] * src[i]; rows are distinct, so no two blocks write one row.
+Status ScaleAddRows(const float* src, int64_t cols, const int* rows, const float* scales,
+                    int num_rows, float* x, cudaStream_t stream);
 
 // Writes each row's k and v (kv_dim wide) into the cache at its slot and position.
 Status StoreKv(const KvLayer& kv, const RowMap& map, const float* k, const float* v,

@@ -95,6 +95,16 @@ __global__ void GatherKernel(const float* __restrict__ x, int64_t cols,
   }
 }
 
+__global__ void ScaleAddRowsKernel(const float* __restrict__ src, int64_t cols,
+                                   const int* __restrict__ rows, const float* __restrict__ scales,
+                                   float* __restrict__ x) {
+  const int64_t target = rows[blockIdx.x];
+  const float scale = scales[blockIdx.x];
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    x[target * cols + c] += scale * src[blockIdx.x * cols + c];
+  }
+}
+
 }  // namespace
 
 Status CastF32(const float* in, int64_t count, GemmType to, void* out, cudaStream_t stream) {
@@ -165,6 +175,13 @@ Status GatherRows(const float* x, int64_t cols, const int* rows, int num_rows, f
                   cudaStream_t stream) {
   if (num_rows <= 0) return cudaSuccess;
   GatherKernel<<<num_rows, kThreads, 0, stream>>>(x, cols, rows, out);
+  return cudaGetLastError();
+}
+
+Status ScaleAddRows(const float* src, int64_t cols, const int* rows, const float* scales,
+                    int num_rows, float* x, cudaStream_t stream) {
+  if (num_rows <= 0) return cudaSuccess;
+  ScaleAddRowsKernel<<<num_rows, kThreads, 0, stream>>>(src, cols, rows, scales, x);
   return cudaGetLastError();
 }
 

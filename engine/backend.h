@@ -143,6 +143,11 @@ class Backend {
   virtual void Add(Tensor x, Tensor y) = 0;  // x += y
   // out[i] = x[rows[i]]
   virtual void GatherRows(Tensor x, std::span<const int> rows, Tensor out) = 0;
+  // x[rows[i]] += scales[i] * src[i]: an expert's outputs added into the residual stream of the
+  // tokens routed to it, each weighted by its routing probability. rows and scales are host
+  // memory, free to reuse once this returns.
+  virtual void ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
+                            Tensor x) = 0;
   virtual void CopyToHost(Tensor x, std::span<float> host) = 0;
   // x = host (rows × cols floats); the host memory may be reused once this returns.
   virtual void CopyFromHost(std::span<const float> host, Tensor x) = 0;

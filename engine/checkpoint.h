@@ -1,6 +1,6 @@
 // What the engine knows about a converted checkpoint: its config, its extents and the tensors in them.
 // An extent is one contiguous, 4 KiB-aligned run of the weights file, read with one direct-I/O read:
-// the embeddings, each transformer layer, and the head.
+// the embeddings, each transformer layer (and each of its experts), and the head.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +32,14 @@ struct TensorInfo {
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
-enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead };
+// kExpert: one expert of a mixture-of-experts layer, so it is read, copied or kept on its own.
+enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead, kExpert };
 
 struct ExtentInfo {
-  std::string name;  // "embed", "layer.0", ..., "head"
+  std::string name;  // "embed", "layer.0", "layer.0.expert.0", ..., "head"
   ExtentKind kind = ExtentKind::kLayer;
-  int layer = -1;             // for kLayer
+  int layer = -1;             // for kLayer and kExpert
+  int expert = -1;            // for kExpert
   uint64_t offset = 0;        // in the weights file, a multiple of kExtentAlignment
   uint64_t size_bytes = 0;    // bytes holding tensors
   uint64_t padded_bytes = 0;  // size_bytes rounded up to kExtentAlignment: what one read fetches
@@ -60,7 +62,8 @@ struct Checkpoint {
   ModelConfig config;
   DType dtype = DType::kF32;  // of the tensors kept in floating point (all of them, unquantized)
   std::optional<TokenizerSpec> tokenizer;
-  std::vector<ExtentInfo> extents;  // in file order: embed, layer.0 .. layer.N-1, head
+  // In file order: embed, layer.0 (then its experts layer.0.expert.0 ..), .. layer.N-1, head.
+  std::vector<ExtentInfo> extents;
 
   uint64_t max_extent_padded_bytes() const;
   // "f16", or for quantized checkpoints e.g. "int4-g64 (f16 norms)": for plans and logs.

@@ -57,6 +57,10 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
     *tensor = allocate();
   }
   if (c.has_embed_projection()) act_.embedded = allocate();
+  if (c.is_moe()) {
+    for (Tensor* tensor : {&act_.moe_input, &act_.router_logits, &act_.expert_in, &act_.shared_gate})
+      *tensor = allocate();
+  }
   ZINF_CHECK(next == shapes.end(), "{} activations planned, {} allocated", shapes.size(),
              next - shapes.begin());
 
@@ -66,6 +70,7 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
     backend.SetRopeTables(tables.cos, tables.sin, c.head_dim);
   }
   LoadBackendResident(placement);
+  MapExperts(placement);
 }
 
 void Model::LoadBackendResident(const Placement& placement) {
@@ -75,7 +80,9 @@ void Model::LoadBackendResident(const Placement& placement) {
   backend_resident_.assign(num_extents, nullptr);
   for (size_t e = 0; e < num_extents; ++e) {
     if (!placement.HeldByBackend(e)) {
-      from_source_.push_back(static_cast<int>(e));
+      if (checkpoint_.extents[e].kind != ExtentKind::kExpert) {
+        from_source_.push_back(static_cast<int>(e));
+      }
       continue;
     }
     // Uploaded here, at start-up, so a step's time is compute and streaming only, and a failed
@@ -132,6 +139,7 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
   int streamed = 0;  // how many of this step's from_source_ extents have been acquired
   for (int e = 0; e < num_extents; ++e) {
     ExtentView extent{&checkpoint_.extents[e], {}};
+    if (extent.info->kind == ExtentKind::kExpert) continue;  // RunExperts asks for the routed ones
     const std::byte* base = backend_resident_[e];
     const bool from_source = base == nullptr;
     if (from_source) {
@@ -151,13 +159,23 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
           for (const MicroBatch& micro : micro_batches_) RunLayer(extent, base, micro);
           break;
         case ExtentKind::kHead: RunHead(extent, base, batch, logits); break;
+        case ExtentKind::kExpert: break;  // skipped above: RunExperts runs the routed ones
       }
     } catch (const Error& error) {
       Rethrow(error, fmt::format("extent {}", extent.info->name));
     }
     // No host wait here: the source holds the fence until it needs this extent's buffer again.
     if (from_source) weights_.Release(e, backend_.UnbindExtent());
+    // Experts run after their layer's extent is released, so its staging buffer can take one.
+    if (extent.info->kind == ExtentKind::kLayer && config().IsMoeLayer(extent.info->layer)) {
+      try {
+        RunExperts(extent.info->layer, num_tokens);
+      } catch (const Error& error) {
+        Rethrow(error, fmt::format("the experts of {}", extent.info->name));
+      }
+    }
   }
+  if (config().is_moe()) ++expert_traffic_.steps;
 }
 
 void Model::RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro) {
@@ -211,9 +229,15 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Micr
   backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
 
   // MLP block: x += down(act(norm(x))), its norm fused with the attention block's residual add.
-  Tensor gate = act_.gate.FirstRows(n), up = act_.up.FirstRows(n);
+  const int64_t ffn = c.intermediate_size;
+  Tensor gate{act_.gate.data, n, ffn}, up{act_.up.data, n, ffn};
   if (c.family == Family::kOpt) {
     backend_.AddLayerNorm(x, normed, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), eps, normed);
+  } else if (c.IsMoeLayer(layer)) {  // the experts read this input after the extent is released
+    Tensor ffn_input = act_.moe_input.RowRange(micro.row_begin, n);
+    backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, ffn_input);
+    RunRouterAndSharedExpert(extent, base, micro, ffn_input);
+    return;
   } else {
     backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, normed);
   }

@@ -8,6 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
+#include "engine/expert_routing.h"
 #include "engine/micro_batch.h"
 #include "engine/planner/placement.h"
 #include "engine/weight_source.h"
@@ -44,6 +45,18 @@ struct ModelLimits {
   }
 };
 
+// Expert weights a mixture-of-experts model moved to compute since the Model was made: those of
+// the experts its steps' tokens were routed to, against what moving every expert of each sparse
+// layer (a dense engine's traffic) would have been. "Moved" counts the experts the placement does
+// not keep where the backend computes: streamed from the file on the CPU, copied to the GPU on CUDA.
+struct ExpertTraffic {
+  uint64_t steps = 0;
+  uint64_t experts_used = 0;   // (layer, expert) pairs some token of a step was routed to
+  uint64_t experts_total = 0;  // num_experts per sparse layer per step
+  uint64_t bytes_moved = 0;    // extents' padded bytes of the used experts that moved
+  uint64_t bytes_dense = 0;    // the same over every expert of each sparse layer
+};
+
 // Holds the backend's activations and KV cache for the run, sized by the memory model
 // (engine/planner/memory_model.h). Not thread-safe.
 class Model {
@@ -59,16 +72,28 @@ class Model {
   // Runs the batch through every extent; writes [logit_rows.size(), vocab] logits to host memory.
   void Forward(const StepBatch& batch, std::span<float> logits);
 
+  const ExpertTraffic& expert_traffic() const { return expert_traffic_; }
+
  private:
   struct Activations {
     Tensor x, normed, q, k, v, attention, gate, up, embedded;
     Tensor last, last_normed, last_projected, logits;
+    // Mixture of experts: the FFN input and router logits of the whole step, one expert's
+    // gathered rows, the shared expert's gate.
+    Tensor moe_input, router_logits, expert_in, shared_gate;
   };
 
   Weight Find(const ExtentView& extent, const std::byte* base, const char* name,
               bool required) const;
   void RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
   void RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  // Mixture-of-experts layers (engine/moe_ffn.cpp): per micro-batch the router and the shared
+  // expert from the layer's extent; once the extent is released, the routed experts.
+  void RunRouterAndSharedExpert(const ExtentView& extent, const std::byte* base,
+                                const MicroBatch& micro, Tensor ffn_input);
+  void RunExperts(int layer, int num_tokens);
+  void RunExpert(const ExtentView& extent, const std::byte* base, const ExpertTokens& tokens);
+  void MapExperts(const Placement& placement);
   void RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
                std::span<float> logits);
   void Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out);
@@ -83,6 +108,16 @@ class Model {
   // Per extent: its base in device memory when the backend holds it, else nullptr.
   std::vector<const std::byte*> backend_resident_;
   std::vector<int> from_source_;  // the extents the weight source serves every step, in order
+                                  // (experts aside: a step asks only for those it routes to)
+  // Mixture of experts: per layer its experts' extent indices (empty for a dense layer), and per
+  // extent whether its bytes move to compute each time it is used (ExpertTraffic).
+  std::vector<std::vector<int>> expert_extents_;
+  std::vector<bool> moves_when_used_;
+  StepRouting routing_;
+  std::vector<float> host_router_logits_, host_shared_gate_;
+  std::vector<int> identity_rows_;
+  std::vector<int> experts_to_fetch_;  // one layer's routed experts the source serves, in order
+  ExpertTraffic expert_traffic_;
 };
 
 }  // namespace zinf

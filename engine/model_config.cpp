@@ -1,9 +1,58 @@
 // Consistency checks on model hyper-parameters.
 #include "engine/model_config.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace zinf {
+
+bool ModelConfig::IsMoeLayer(int layer) const {
+  if (!is_moe()) return false;
+  for (int dense : moe.dense_layers) {
+    if (dense == layer) return false;
+  }
+  return (layer + 1) % moe.sparse_step == 0;
+}
+
+int ModelConfig::max_ffn() const {
+  int widest = is_moe() ? std::max(moe.expert_ffn, moe.shared_expert_ffn) : intermediate_size;
+  for (int layer = 0; layer < num_layers && is_moe(); ++layer) {
+    if (!IsMoeLayer(layer)) widest = std::max(widest, intermediate_size);
+  }
+  return widest;
+}
+
+namespace {
+
+void ValidateMoe(const ModelConfig& config) {
+  const MoeConfig& moe = config.moe;
+  if (moe.num_experts < 0) Fail("model config: num_experts must be 0 or more, got {}", moe.num_experts);
+  if (!config.is_moe()) return;
+  if (config.family != Family::kLlama) Fail("model config: experts need a Llama-family model");
+  if (moe.experts_per_token <= 0 || moe.experts_per_token > moe.num_experts) {
+    Fail("model config: num_experts_per_tok ({}) must be between 1 and the number of experts ({})",
+         moe.experts_per_token, moe.num_experts);
+  }
+  if (moe.expert_ffn <= 0) {
+    Fail("model config: the experts' intermediate size must be positive, got {}", moe.expert_ffn);
+  }
+  if (moe.shared_expert_ffn < 0) {
+    Fail("model config: shared_expert_intermediate_size must be 0 or more, got {}",
+         moe.shared_expert_ffn);
+  }
+  if (moe.sparse_step <= 0) {
+    Fail("model config: decoder_sparse_step must be positive, got {}", moe.sparse_step);
+  }
+  for (int layer : moe.dense_layers) {
+    if (layer < 0 || layer >= config.num_layers) {
+      Fail("model config: mlp_only_layers names layer {}, but the model has {} layers", layer,
+           config.num_layers);
+    }
+  }
+}
+
+}  // namespace
 
 void ValidateModelConfig(const ModelConfig& config) {
   auto require_positive = [](int value, const char* name) {
@@ -24,6 +73,7 @@ void ValidateModelConfig(const ModelConfig& config) {
   if (config.family == Family::kLlama && config.head_dim % 2 != 0) {
     Fail("model config: head_dim ({}) must be even for rotary embeddings", config.head_dim);
   }
+  ValidateMoe(config);
   if (config.rope_scaling.factor <= 0) {
     Fail("model config: rope_scaling.factor must be positive, got {}", config.rope_scaling.factor);
   }

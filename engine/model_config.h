@@ -24,6 +24,19 @@ struct RopeScaling {
   int original_max_position_embeddings = 8192;
 };
 
+// Mixture-of-experts feed-forward layers (Mixtral, Qwen2-MoE, Qwen3-MoE): a router picks
+// experts_per_token of num_experts SwiGLU experts for each token. A dense model has num_experts 0.
+struct MoeConfig {
+  int num_experts = 0;
+  int experts_per_token = 0;     // k
+  int expert_ffn = 0;            // each expert's intermediate size
+  bool normalize_top_k = false;  // rescale the k routing weights to sum to 1
+  int shared_expert_ffn = 0;     // Qwen2-MoE's sigmoid-gated shared expert; 0: none
+  // Qwen: layer L is sparse when L is not in dense_layers and (L + 1) % sparse_step == 0.
+  int sparse_step = 1;
+  std::vector<int> dense_layers;  // "mlp_only_layers": a dense FFN of intermediate_size
+};
+
 struct ModelConfig {
   std::string model_type;  // as in config.json: "llama", "mistral", "qwen2", "qwen3", "opt"
   Family family = Family::kLlama;
@@ -48,11 +61,17 @@ struct ModelConfig {
   int position_offset = 0;  // OPT stores positions shifted by 2
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
+  MoeConfig moe;
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   int embed_dim() const { return word_embed_proj_dim > 0 ? word_embed_proj_dim : hidden_size; }
   bool has_embed_projection() const { return embed_dim() != hidden_size; }
+  bool is_moe() const { return moe.num_experts > 0; }
+  // The layer's FFN is a mixture of experts (else the dense MLP of intermediate_size).
+  bool IsMoeLayer(int layer) const;
+  // The widest FFN activation any layer needs: dense, expert or shared expert.
+  int max_ffn() const;
 };
 
 // Checks the hyper-parameters are consistent (head counts divide, sizes positive); throws zinf::Error.

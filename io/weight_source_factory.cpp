@@ -39,10 +39,11 @@ std::unique_ptr<WeightSource> OpenWeightSource(const Checkpoint& checkpoint,
     planned.placements.push_back(placement.KeptInDram(e) ? WeightPlacement::kResident
                                                          : WeightPlacement::kStreamed);
   }
-  // The ring holds prefetch_depth + 1 + copy_buffers buffers (TieredWeightSource).
-  planned.copy_buffers = placement.copy_buffers;
+  // The ring holds prefetch_depth + 1 + copy_buffers buffers (TieredWeightSource); buffers for
+  // experts are, like copy buffers, beyond the dense prefetch depth.
+  planned.copy_buffers = placement.copy_buffers + placement.expert_buffers;
   planned.prefetch_depth = placement.staging_buffers > 0
-                               ? placement.staging_buffers - 1 - placement.copy_buffers
+                               ? placement.staging_buffers - 1 - planned.copy_buffers
                                : placement.prefetch_depth;
   return OpenWeightSource(checkpoint, planned);
 }

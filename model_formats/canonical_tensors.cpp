@@ -10,10 +10,11 @@ namespace zinf::formats {
 
 namespace names = zinf::tensor_names;
 
-std::string ExtentName(ExtentKind kind, int layer) {
+std::string ExtentName(ExtentKind kind, int layer, int expert) {
   switch (kind) {
     case ExtentKind::kEmbedding: return "embed";
     case ExtentKind::kLayer: return fmt::format("layer.{}", layer);
+    case ExtentKind::kExpert: return fmt::format("layer.{}.expert.{}", layer, expert);
     case ExtentKind::kHead: return "head";
   }
   return "?";
@@ -23,6 +24,7 @@ const char* ExtentKindName(ExtentKind kind) {
   switch (kind) {
     case ExtentKind::kEmbedding: return "embedding";
     case ExtentKind::kLayer: return "layer";
+    case ExtentKind::kExpert: return "expert";
     case ExtentKind::kHead: return "head";
   }
   return "?";
@@ -35,7 +37,7 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 namespace {
 
 ExpectedExtent EmbeddingExtent(const ModelConfig& config) {
-  ExpectedExtent extent{ExtentName(ExtentKind::kEmbedding, -1), ExtentKind::kEmbedding, -1, {}};
+  ExpectedExtent extent{ExtentName(ExtentKind::kEmbedding, -1), ExtentKind::kEmbedding, -1, -1, {}};
   extent.tensors.push_back({names::kTokenEmbed, {config.vocab_size, config.embed_dim()}});
   if (config.family == Family::kOpt) {
     // OPT's learned positions are stored shifted by position_offset (2), hence the extra rows.
@@ -57,7 +59,7 @@ ExpectedExtent LayerExtent(const ModelConfig& config, int layer) {
   // LayerNorm (OPT) has a bias next to every norm weight; RMSNorm (Llama family) has none.
   const bool norm_bias = config.family == Family::kOpt;
 
-  ExpectedExtent extent{ExtentName(ExtentKind::kLayer, layer), ExtentKind::kLayer, layer, {}};
+  ExpectedExtent extent{ExtentName(ExtentKind::kLayer, layer), ExtentKind::kLayer, layer, -1, {}};
   std::vector<ExpectedTensor>& tensors = extent.tensors;
   tensors.push_back({names::kAttnNorm, {hidden}});
   if (norm_bias) tensors.push_back({names::kAttnNormBias, {hidden}});
@@ -77,6 +79,18 @@ ExpectedExtent LayerExtent(const ModelConfig& config, int layer) {
   }
   tensors.push_back({names::kFfnNorm, {hidden}});
   if (norm_bias) tensors.push_back({names::kFfnNormBias, {hidden}});
+  if (config.IsMoeLayer(layer)) {  // the experts have extents of their own
+    const MoeConfig& moe = config.moe;
+    tensors.push_back({names::kRouter, {moe.num_experts, hidden}});
+    if (moe.shared_expert_ffn > 0) {
+      const int64_t shared = moe.shared_expert_ffn;
+      tensors.push_back({names::kSharedGate, {shared, hidden}});
+      tensors.push_back({names::kSharedUp, {shared, hidden}});
+      tensors.push_back({names::kSharedDown, {hidden, shared}});
+      tensors.push_back({names::kSharedExpertGate, {1, hidden}});
+    }
+    return extent;
+  }
   // OPT's MLP is up (fc1) → ReLU → down (fc2), with no gate.
   const bool gated = config.family == Family::kLlama;
   if (gated) tensors.push_back({names::kGate, {ffn, hidden}});
@@ -90,8 +104,18 @@ ExpectedExtent LayerExtent(const ModelConfig& config, int layer) {
   return extent;
 }
 
+ExpectedExtent ExpertExtent(const ModelConfig& config, int layer, int expert) {
+  const int64_t hidden = config.hidden_size;
+  const int64_t ffn = config.moe.expert_ffn;
+  return {ExtentName(ExtentKind::kExpert, layer, expert),
+          ExtentKind::kExpert,
+          layer,
+          expert,
+          {{names::kGate, {ffn, hidden}}, {names::kUp, {ffn, hidden}}, {names::kDown, {hidden, ffn}}}};
+}
+
 ExpectedExtent HeadExtent(const ModelConfig& config) {
-  ExpectedExtent extent{ExtentName(ExtentKind::kHead, -1), ExtentKind::kHead, -1, {}};
+  ExpectedExtent extent{ExtentName(ExtentKind::kHead, -1), ExtentKind::kHead, -1, -1, {}};
   extent.tensors.push_back({names::kFinalNorm, {config.hidden_size}});
   if (config.family == Family::kOpt) {
     extent.tensors.push_back({names::kFinalNormBias, {config.hidden_size}});
@@ -111,6 +135,10 @@ std::vector<ExpectedExtent> ExpectedExtents(const ModelConfig& config) {
   extents.push_back(EmbeddingExtent(config));
   for (int layer = 0; layer < config.num_layers; ++layer) {
     extents.push_back(LayerExtent(config, layer));
+    if (!config.IsMoeLayer(layer)) continue;
+    for (int expert = 0; expert < config.moe.num_experts; ++expert) {
+      extents.push_back(ExpertExtent(config, layer, expert));
+    }
   }
   extents.push_back(HeadExtent(config));
   return extents;

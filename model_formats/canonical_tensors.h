@@ -17,20 +17,22 @@ struct ExpectedTensor {
 };
 
 struct ExpectedExtent {
-  std::string name;  // "embed", "layer.N", "head"
+  std::string name;  // "embed", "layer.N", "layer.N.expert.E", "head"
   ExtentKind kind = ExtentKind::kLayer;
-  int layer = -1;                       // for kLayer
+  int layer = -1;                       // for kLayer and kExpert
+  int expert = -1;                      // for kExpert
   std::vector<ExpectedTensor> tensors;  // in the order they are laid out in the extent
 };
 
-// "embed", "layer.N" or "head".
-std::string ExtentName(ExtentKind kind, int layer);
-// "embedding", "layer" or "head", as the manifest spells the kind.
+// "embed", "layer.N", "layer.N.expert.E" or "head".
+std::string ExtentName(ExtentKind kind, int layer, int expert = -1);
+// "embedding", "layer", "expert" or "head", as the manifest spells the kind.
 const char* ExtentKindName(ExtentKind kind);
 // "[512, 64]", for messages.
 std::string ShapeString(const std::vector<int64_t>& shape);
 
-// The extents of a model with this config, in file order: embed, layer.0 .. layer.N-1, head.
+// The extents of a model with this config, in file order: embed, layer.0 .. layer.N-1, head,
+// each mixture-of-experts layer followed by its experts' extents.
 // The head always holds lm_head (tied embeddings are copied there by the converter).
 std::vector<ExpectedExtent> ExpectedExtents(const ModelConfig& config);
 

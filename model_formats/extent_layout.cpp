@@ -19,6 +19,7 @@ std::vector<ExtentInfo> LayoutExtents(const std::vector<ExpectedExtent>& layouts
     extent.name = layout.name;
     extent.kind = layout.kind;
     extent.layer = layout.layer;
+    extent.expert = layout.expert;
     extent.offset = file_offset;
     uint64_t cursor = 0;
     for (const ExpectedTensor& expected : layout.tensors) {
@@ -117,18 +118,21 @@ void ValidateExtents(const std::vector<ExtentInfo>& extents, const ModelConfig& 
                      const std::string& where) {
   std::vector<ExpectedExtent> expected = ExpectedExtents(config);
   if (extents.size() != expected.size()) {
-    Fail("{}: 'extents' has {} entries, but a model with {} layers needs {} (embed, layers, head)",
-         where, extents.size(), config.num_layers, expected.size());
+    Fail("{}: 'extents' has {} entries, but a model with {} layers needs {} (embed, layers{}, head)",
+         where, extents.size(), config.num_layers, expected.size(),
+         config.is_moe() ? ", experts" : "");
   }
   uint64_t end_of_previous = 0;
   for (size_t idx = 0; idx < extents.size(); ++idx) {
     const ExtentInfo& extent = extents[idx];
     const ExpectedExtent& want = expected[idx];
-    if (extent.name != want.name || extent.kind != want.kind || extent.layer != want.layer) {
+    if (extent.name != want.name || extent.kind != want.kind || extent.layer != want.layer ||
+        extent.expert != want.expert) {
       Fail("{}: extent {} is '{}' ({}), expected '{}' ({}): extents must be in the order embed, "
-           "layer.0 .. layer.{}, head",
+           "layer.0{} .. layer.{}, head",
            where, idx, extent.name, ExtentKindName(extent.kind), want.name,
-           ExtentKindName(want.kind), config.num_layers - 1);
+           ExtentKindName(want.kind), config.num_layers - 1,
+           config.is_moe() ? " (and its experts)" : "");
     }
     if (extent.offset % kExtentAlignment != 0) {
       Fail("{}: extent '{}' offset {} is not a multiple of {}", where, extent.name, extent.offset,

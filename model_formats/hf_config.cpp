@@ -14,7 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSupportedTypes = "llama, mistral, qwen2, qwen3, opt";
+constexpr const char* kSupportedTypes =
+    "llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, opt";
 
 // Typed access to one JSON object's fields; errors name the source file and the field.
 // A field set to null counts as absent, as transformers treats it.
@@ -79,7 +80,7 @@ class Fields {
     std::vector<int> list;
     for (const json& item : value) {
       if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() > INT32_MAX) {
-        FailField(field, fmt::format("must be a list of token ids, got {}", value.dump()));
+        FailField(field, fmt::format("must be a list of non-negative integers, got {}", value.dump()));
       }
       list.push_back(item.get<int>());
     }
@@ -120,6 +121,27 @@ RopeScaling ParseRopeScaling(const Fields& config, const std::string& source) {
   return scaling;
 }
 
+// Mixtral's block_sparse_moe, or Qwen2-MoE's / Qwen3-MoE's sparse mlp.
+void ParseExperts(const Fields& fields, ModelConfig& config) {
+  MoeConfig& moe = config.moe;
+  moe.experts_per_token = fields.Int("num_experts_per_tok");
+  if (config.model_type == "mixtral") {
+    moe.num_experts = fields.Int("num_local_experts");
+    moe.expert_ffn = config.intermediate_size;  // every layer is sparse, its experts this wide
+    moe.normalize_top_k = true;                 // MixtralSparseMoeBlock always renormalises
+    return;
+  }
+  moe.num_experts = fields.Int("num_experts");
+  if (moe.num_experts <= 0) fields.FailField("num_experts", "must be positive");
+  moe.expert_ffn = fields.Int("moe_intermediate_size");
+  moe.normalize_top_k = fields.Bool("norm_topk_prob", false);
+  moe.sparse_step = fields.Int("decoder_sparse_step", 1);
+  moe.dense_layers = fields.IntList("mlp_only_layers");
+  if (config.model_type == "qwen2_moe") {
+    moe.shared_expert_ffn = fields.Int("shared_expert_intermediate_size");
+  }
+}
+
 void ParseLlamaFamily(const Fields& fields, const std::string& source, ModelConfig& config) {
   const std::string act = fields.String("hidden_act", "silu");
   if (act != "silu") {
@@ -134,19 +156,23 @@ void ParseLlamaFamily(const Fields& fields, const std::string& source, ModelConf
   config.tie_word_embeddings = fields.Bool("tie_word_embeddings", false);
   config.mlp_bias = fields.Bool("mlp_bias", false);
   const bool attention_bias = fields.Bool("attention_bias", false);
-  if (config.model_type == "qwen2") {
-    // Qwen2 always has q/k/v biases and never an o_proj bias, whatever attention_bias says.
+  if (config.model_type == "qwen2" || config.model_type == "qwen2_moe") {
+    // Qwen2 (and Qwen2-MoE) always has q/k/v biases and never an o_proj bias, whatever attention_bias says.
     config.qkv_bias = true;
     config.o_bias = false;
   } else {
     config.qkv_bias = attention_bias;
     config.o_bias = attention_bias;
   }
-  config.qk_norm = config.model_type == "qwen3";
+  config.qk_norm = config.model_type == "qwen3" || config.model_type == "qwen3_moe";
+  if (config.model_type == "mixtral" || config.model_type.ends_with("_moe")) {
+    ParseExperts(fields, config);
+  }
   // Mistral's sliding_window is ignored: sliding window attention is not implemented, so
   // contexts longer than the window differ from the reference. Read it only to type-check it.
   (void)fields.Int("sliding_window", 0);
-  const bool llama_defaults = config.model_type == "llama" || config.model_type == "mistral";
+  const bool llama_defaults = config.model_type == "llama" || config.model_type == "mistral" ||
+                              config.model_type == "mixtral";
   config.bos_token_id = fields.Int("bos_token_id", llama_defaults ? 1 : -1);
   config.eos_token_ids = fields.IntList("eos_token_id");
   if (config.eos_token_ids.empty() && llama_defaults && !fields.object().contains("eos_token_id")) {
@@ -204,7 +230,9 @@ ModelConfig ParseHfConfig(const std::string& json_text, const std::string& sourc
   }
   config.model_type = fields.String("model_type", "");
   const bool llama_family = config.model_type == "llama" || config.model_type == "mistral" ||
-                            config.model_type == "qwen2" || config.model_type == "qwen3";
+                            config.model_type == "qwen2" || config.model_type == "qwen3" ||
+                            config.model_type == "mixtral" || config.model_type == "qwen2_moe" ||
+                            config.model_type == "qwen3_moe";
   if (!llama_family && config.model_type != "opt") {
     Fail("config {}: model_type '{}' is not supported (supported: {})", source_name,
          config.model_type, kSupportedTypes);

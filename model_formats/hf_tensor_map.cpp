@@ -1,10 +1,12 @@
-// Hugging Face → zinf tensor names for the Llama family and OPT, and the checked conversion plan.
+// Hugging Face → zinf tensor names for the Llama family (with Mixtral's and Qwen-MoE's experts)
+// and OPT, and the checked conversion plan.
 #include "model_formats/hf_tensor_map.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 #include <span>
+#include <unordered_map>
 
 #include "engine/error.h"
 #include "engine/tensor_names.h"
@@ -47,6 +49,23 @@ constexpr NameRule kLlamaLayerRules[] = {
     {"mlp.gate_proj.bias", ExtentKind::kLayer, names::kGateBias},
     {"mlp.up_proj.bias", ExtentKind::kLayer, names::kUpBias},
     {"mlp.down_proj.bias", ExtentKind::kLayer, names::kDownBias},
+    // Mixture-of-experts layers: the router, and Qwen2-MoE's shared expert.
+    {"block_sparse_moe.gate.weight", ExtentKind::kLayer, names::kRouter},
+    {"mlp.gate.weight", ExtentKind::kLayer, names::kRouter},
+    {"mlp.shared_expert.gate_proj.weight", ExtentKind::kLayer, names::kSharedGate},
+    {"mlp.shared_expert.up_proj.weight", ExtentKind::kLayer, names::kSharedUp},
+    {"mlp.shared_expert.down_proj.weight", ExtentKind::kLayer, names::kSharedDown},
+    {"mlp.shared_expert_gate.weight", ExtentKind::kLayer, names::kSharedExpertGate},
+};
+
+// "layers.N.<prefix>E.<suffix>": one expert's matrices, Mixtral's and Qwen-MoE's spellings.
+struct ExpertNaming {
+  std::string_view prefix;
+  std::string_view gate, up, down;
+};
+constexpr ExpertNaming kExpertNamings[] = {
+    {"block_sparse_moe.experts.", "w1.weight", "w3.weight", "w2.weight"},
+    {"mlp.experts.", "gate_proj.weight", "up_proj.weight", "down_proj.weight"},
 };
 
 // OPT names after the "model.decoder." (or, in some checkpoints, "decoder.") prefix.
@@ -80,8 +99,8 @@ constexpr NameRule kOptLayerRules[] = {
     {"fc2.bias", ExtentKind::kLayer, names::kDownBias},
 };
 
-HfNameMapping Mapped(ExtentKind kind, int layer, const char* canonical) {
-  return {HfNameStatus::kMapped, {kind, layer, canonical}};
+HfNameMapping Mapped(ExtentKind kind, int layer, const char* canonical, int expert = -1) {
+  return {HfNameStatus::kMapped, {kind, layer, expert, canonical}};
 }
 
 const NameRule* FindRule(std::span<const NameRule> rules, std::string_view hf) {
@@ -101,6 +120,20 @@ std::optional<std::pair<int, std::string_view>> SplitLayer(std::string_view rest
   return std::make_pair(layer, rest.substr(dot + 1));
 }
 
+// "3.w1.weight" after an expert prefix → expert 3's canonical tensor.
+std::optional<HfNameMapping> MapExpert(int layer, std::string_view in_layer) {
+  for (const ExpertNaming& naming : kExpertNamings) {
+    if (!in_layer.starts_with(naming.prefix)) continue;
+    auto split = SplitLayer(in_layer.substr(naming.prefix.size()));  // same "N.rest" shape
+    if (!split) return std::nullopt;
+    const auto [expert, suffix] = *split;
+    if (suffix == naming.gate) return Mapped(ExtentKind::kExpert, layer, names::kGate, expert);
+    if (suffix == naming.up) return Mapped(ExtentKind::kExpert, layer, names::kUp, expert);
+    if (suffix == naming.down) return Mapped(ExtentKind::kExpert, layer, names::kDown, expert);
+  }
+  return std::nullopt;
+}
+
 HfNameMapping MapWithRules(std::string_view name, std::span<const NameRule> top_rules,
                            std::string_view layer_prefix, std::span<const NameRule> layer_rules) {
   if (const NameRule* rule = FindRule(top_rules, name))
@@ -110,14 +143,31 @@ HfNameMapping MapWithRules(std::string_view name, std::span<const NameRule> top_
       if (const NameRule* rule = FindRule(layer_rules, split->second)) {
         return Mapped(ExtentKind::kLayer, split->first, rule->canonical);
       }
+      if (std::optional<HfNameMapping> expert = MapExpert(split->first, split->second)) {
+        return *expert;
+      }
     }
   }
   return {};
 }
 
 // The HF name a canonical tensor comes from, for messages about missing tensors.
-std::string HfNameFor(Family family, const ExpectedExtent& extent, std::string_view canonical) {
+std::string HfNameFor(const ModelConfig& config, const ExpectedExtent& extent,
+                      std::string_view canonical) {
+  const Family family = config.family;
   bool opt = family == Family::kOpt;
+  if (extent.kind == ExtentKind::kExpert) {
+    const ExpertNaming& naming = kExpertNamings[config.model_type == "mixtral" ? 0 : 1];
+    const std::string_view suffix = canonical == names::kGate ? naming.gate
+                                    : canonical == names::kUp ? naming.up
+                                                              : naming.down;
+    return fmt::format("{}{}.{}{}.{}", kLlamaLayerPrefix, extent.layer, naming.prefix,
+                       extent.expert, suffix);
+  }
+  if (canonical == names::kRouter) {  // two spellings: pick the model's
+    return fmt::format("{}{}.{}.gate.weight", kLlamaLayerPrefix, extent.layer,
+                       config.model_type == "mixtral" ? "block_sparse_moe" : "mlp");
+  }
   std::span<const NameRule> rules =
       opt ? std::span<const NameRule>(kOptLayerRules) : std::span<const NameRule>(kLlamaLayerRules);
   if (extent.kind != ExtentKind::kLayer) {
@@ -157,8 +207,10 @@ HfNameMapping MapHfTensorName(Family family, std::string_view hf_name) {
 
 ConversionPlan PlanConversion(const ModelConfig& config, const SafetensorsCheckpoint& checkpoint) {
   ConversionPlan plan;
+  std::unordered_map<std::string, size_t> extent_by_name;
   for (ExpectedExtent& layout : ExpectedExtents(config)) {
     size_t num_tensors = layout.tensors.size();
+    extent_by_name[layout.name] = plan.extents.size();
     plan.extents.push_back({std::move(layout), std::vector<const SafetensorsTensor*>(num_tensors)});
   }
   const size_t head_idx = plan.extents.size() - 1;
@@ -178,19 +230,27 @@ ConversionPlan PlanConversion(const ModelConfig& config, const SafetensorsCheckp
       Fail("{}: tensor '{}' is for layer {}, but config.json says the model has {} layers",
            tensor->file, tensor->name, target.layer, config.num_layers);
     }
-    // Extents are embed, layer.0 .. layer.N-1, head.
-    size_t extent_idx = 0;
-    if (target.extent_kind == ExtentKind::kLayer)
-      extent_idx = static_cast<size_t>(target.layer) + 1;
-    if (target.extent_kind == ExtentKind::kHead) extent_idx = head_idx;
-    PlannedExtent& extent = plan.extents[extent_idx];
+    if (target.extent_kind == ExtentKind::kExpert && !config.IsMoeLayer(target.layer)) {
+      Fail("{}: tensor '{}' is an expert of layer {}, but config.json makes that layer a dense "
+           "MLP (check model_type, num_experts, mlp_only_layers and decoder_sparse_step)",
+           tensor->file, tensor->name, target.layer);
+    }
+    if (target.extent_kind == ExtentKind::kExpert && target.expert >= config.moe.num_experts) {
+      Fail("{}: tensor '{}' is for expert {}, but config.json says each layer has {} experts",
+           tensor->file, tensor->name, target.expert, config.moe.num_experts);
+    }
+    const auto found =
+        extent_by_name.find(ExtentName(target.extent_kind, target.layer, target.expert));
+    ZINF_CHECK(found != extent_by_name.end(), "no extent for {}", tensor->name);
+    PlannedExtent& extent = plan.extents[found->second];
     size_t slot = 0;
     while (slot < extent.layout.tensors.size() && extent.layout.tensors[slot].name != target.name) {
       ++slot;
     }
     if (slot == extent.layout.tensors.size()) {
       Fail("{}: tensor '{}' ({}/{}) is present, but config.json says this model has no such tensor "
-           "(check attention_bias, mlp_bias, word_embed_proj_dim and model_type)",
+           "(check attention_bias, mlp_bias, word_embed_proj_dim, model_type and, for experts, "
+           "mlp_only_layers)",
            tensor->file, tensor->name, extent.layout.name, target.name);
     }
     if (const SafetensorsTensor* earlier = extent.sources[slot]) {
@@ -222,7 +282,7 @@ ConversionPlan PlanConversion(const ModelConfig& config, const SafetensorsCheckp
   for (const PlannedExtent& extent : plan.extents) {
     for (size_t slot = 0; slot < extent.sources.size(); ++slot) {
       if (extent.sources[slot] != nullptr) continue;
-      missing.push_back(HfNameFor(config.family, extent.layout, extent.layout.tensors[slot].name));
+      missing.push_back(HfNameFor(config, extent.layout, extent.layout.tensors[slot].name));
     }
   }
   if (!missing.empty()) {

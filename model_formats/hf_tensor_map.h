@@ -17,7 +17,8 @@ namespace zinf::formats {
 // Where one Hugging Face tensor goes.
 struct HfTensorTarget {
   ExtentKind extent_kind = ExtentKind::kLayer;
-  int layer = -1;    // for kLayer
+  int layer = -1;    // for kLayer and kExpert
+  int expert = -1;   // for kExpert
   std::string name;  // canonical name inside the extent
 };
 
@@ -43,7 +44,7 @@ struct PlannedExtent {
 };
 
 struct ConversionPlan {
-  std::vector<PlannedExtent> extents;  // embed, layer.0 .. layer.N-1, head
+  std::vector<PlannedExtent> extents;  // as ExpectedExtents orders them
   // The source tensors' dtype when they all agree, else nullopt (the converter then picks f32).
   std::optional<DType> source_dtype;
   bool lm_head_copied_from_embedding = false;

@@ -1,4 +1,4 @@
-// manifest.json (format v1) ↔ Checkpoint: serialisation and field-by-field parsing.
+// manifest.json (format v1 to v3) ↔ Checkpoint: serialisation and field-by-field parsing.
 #include "model_formats/manifest_json.h"
 
 #include <fmt/format.h>
@@ -32,9 +32,19 @@ const char* RopeScalingName(RopeScalingType type) {
   return "?";
 }
 
+ordered_json MoeToJson(const MoeConfig& moe) {
+  return ordered_json{{"num_experts", moe.num_experts},
+                      {"experts_per_token", moe.experts_per_token},
+                      {"expert_ffn", moe.expert_ffn},
+                      {"normalize_top_k", moe.normalize_top_k},
+                      {"shared_expert_ffn", moe.shared_expert_ffn},
+                      {"sparse_step", moe.sparse_step},
+                      {"dense_layers", moe.dense_layers}};
+}
+
 ordered_json ConfigToJson(const ModelConfig& config) {
   const RopeScaling& rope = config.rope_scaling;
-  return ordered_json{
+  ordered_json out{
       {"model_type", config.model_type},
       {"family", config.family == Family::kOpt ? "opt" : "llama"},
       {"vocab_size", config.vocab_size},
@@ -63,6 +73,8 @@ ordered_json ConfigToJson(const ModelConfig& config) {
       {"bos_token_id", config.bos_token_id},
       {"eos_token_ids", config.eos_token_ids},
   };
+  if (config.is_moe()) out["moe"] = MoeToJson(config.moe);
+  return out;
 }
 
 ordered_json ExtentToJson(const ExtentInfo& extent) {
@@ -76,7 +88,10 @@ ordered_json ExtentToJson(const ExtentInfo& extent) {
     tensors.push_back(std::move(entry));
   }
   ordered_json out = {{"name", extent.name}, {"kind", ExtentKindName(extent.kind)}};
-  if (extent.kind == ExtentKind::kLayer) out["layer"] = extent.layer;
+  if (extent.kind == ExtentKind::kLayer || extent.kind == ExtentKind::kExpert) {
+    out["layer"] = extent.layer;
+  }
+  if (extent.kind == ExtentKind::kExpert) out["expert"] = extent.expert;
   out["offset"] = extent.offset;
   out["size_bytes"] = extent.size_bytes;
   out["padded_bytes"] = extent.padded_bytes;
@@ -227,6 +242,24 @@ ModelConfig ParseConfig(const Fields& fields) {
       config.eos_token_ids.push_back(static_cast<int>(id));
     }
   }
+  if (fields.has("moe")) {
+    const Fields moe = fields.Object("moe");
+    config.moe.num_experts = moe.Int("num_experts");
+    config.moe.experts_per_token = moe.Int("experts_per_token");
+    config.moe.expert_ffn = moe.Int("expert_ffn");
+    config.moe.normalize_top_k = moe.Bool("normalize_top_k");
+    config.moe.shared_expert_ffn = moe.Int("shared_expert_ffn");
+    config.moe.sparse_step = moe.Int("sparse_step");
+    const json& dense = moe.Array("dense_layers");
+    for (size_t idx = 0; idx < dense.size(); ++idx) {
+      const int64_t layer =
+          moe.Int64(dense[idx], fmt::format("{}[{}]", moe.name("dense_layers"), idx));
+      if (layer < 0 || layer > std::numeric_limits<int>::max()) {
+        moe.Invalid("dense_layers", fmt::format("holds {}, not a layer number", layer));
+      }
+      config.moe.dense_layers.push_back(static_cast<int>(layer));
+    }
+  }
   return config;
 }
 
@@ -276,10 +309,15 @@ ExtentInfo ParseExtent(const Fields& fields, int version) {
   } else if (kind == "layer") {
     extent.kind = ExtentKind::kLayer;
     extent.layer = fields.Int("layer");
+  } else if (kind == "expert" && version >= 3) {
+    extent.kind = ExtentKind::kExpert;
+    extent.layer = fields.Int("layer");
+    extent.expert = fields.Int("expert");
   } else if (kind == "head") {
     extent.kind = ExtentKind::kHead;
   } else {
-    fields.Invalid("kind", fmt::format("is '{}', expected embedding, layer or head", kind));
+    fields.Invalid("kind", fmt::format("is '{}', expected embedding, layer{} or head", kind,
+                                       version >= 3 ? ", expert" : ""));
   }
   extent.offset = fields.U64("offset");
   extent.size_bytes = fields.U64("size_bytes");
@@ -296,12 +334,13 @@ ExtentInfo ParseExtent(const Fields& fields, int version) {
 }  // namespace
 
 std::string ManifestJsonText(const Checkpoint& checkpoint, const ManifestSource& source) {
-  // Version 1 readers can still load checkpoints without quantized tensors.
+  // The lowest version that describes the file, so older readers load what they can.
   bool quantized = false;
   for (const ExtentInfo& extent : checkpoint.extents)
     for (const TensorInfo& tensor : extent.tensors) quantized |= IsQuantized(tensor.dtype);
+  const int version = checkpoint.config.is_moe() ? 3 : quantized ? 2 : 1;
   ordered_json manifest = {{"format", kFormatName},
-                           {"version", quantized ? kFormatVersion : 1},
+                           {"version", version},
                            {"created_by", kCreatedBy}};
   ordered_json source_json = ordered_json::object();
   if (!source.directory.empty()) source_json["directory"] = source.directory;

@@ -16,7 +16,14 @@ namespace {
 const std::vector<std::string> kMatrixNames = {tn::kQ,         tn::kK,          tn::kV,
                                                tn::kO,         tn::kGate,       tn::kUp,
                                                tn::kDown,      tn::kTokenEmbed, tn::kPositionEmbed,
-                                               tn::kProjectIn, tn::kProjectOut, tn::kLmHead};
+                                               tn::kProjectIn, tn::kProjectOut, tn::kLmHead,
+                                               tn::kSharedGate, tn::kSharedUp, tn::kSharedDown};
+
+// Routing picks experts by comparing logits, so a rounding error can swap an expert for another
+// instead of nudging a value: routers stay in floating point (llama.cpp's quantizer does the same).
+bool IsRouting(const std::string& name) {
+  return name == tn::kRouter || name == tn::kSharedExpertGate;
+}
 
 }  // namespace
 
@@ -42,7 +49,9 @@ WeightEncoding WeightEncoding::For(DType dtype, DType float_dtype, int group_siz
 }
 
 DType WeightEncoding::DTypeFor(const ExpectedTensor& tensor) const {
-  if (tensor.shape.size() != 2 || !IsQuantized(matrix_dtype)) return float_dtype;
+  if (tensor.shape.size() != 2 || !IsQuantized(matrix_dtype) || IsRouting(tensor.name)) {
+    return float_dtype;
+  }
   const bool kept =
       std::find(keep_float.begin(), keep_float.end(), tensor.name) != keep_float.end();
   return kept ? float_dtype : matrix_dtype;
@@ -69,7 +78,7 @@ std::vector<std::string> ParseKeepFloat(const std::string& list) {
     } else {
       Fail("--keep-float: '{}' is not a weight matrix; use embed, head, none or a canonical name "
            "(q, k, v, o, gate, up, down, token_embed, position_embed, project_in, project_out, "
-           "lm_head)",
+           "lm_head, shared_gate, shared_up, shared_down)",
            item);
     }
   }

@@ -1,6 +1,7 @@
 // Which dtype each tensor of a checkpoint is stored in: every vector (norms, biases) in the
 // float dtype, matrices in the float dtype or quantized (int8, int4 with a group size), except
-// the matrices the user keeps in floating point (`zinf convert --keep-float`).
+// the matrices the user keeps in floating point (`zinf convert --keep-float`) and the routers of
+// mixture-of-experts layers.
 #pragma once
 
 #include <string>

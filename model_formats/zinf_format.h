@@ -1,4 +1,4 @@
-// The zinf checkpoint format, v1 and v2 (docs/format.md): manifest.json + weights.bin in a directory.
+// The zinf checkpoint format, v1 to v3 (docs/format.md): manifest.json + weights.bin in a directory.
 #pragma once
 
 #include <string>
@@ -7,9 +7,10 @@
 
 namespace zinf::formats {
 
-// Version 2 added per-tensor quantized dtypes (int8, int4 with group_size); files without
-// quantized tensors are still written as version 1.
-inline constexpr int kFormatVersion = 2;
+// Version 2 added per-tensor quantized dtypes (int8, int4 with group_size); version 3 added
+// mixture-of-experts models (an "expert" extent per expert, the config's "moe" object). A file is
+// written with the lowest version that can describe it, so older readers keep reading what they can.
+inline constexpr int kFormatVersion = 3;
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kWeightsFile = "weights.bin";
 

@@ -30,10 +30,16 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const Bandwidths& bw = inputs.bandwidths;
   const int batch = std::max(inputs.workload.batch_size, 1);
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
-  const double moved = static_cast<double>(plan.pinned_bytes + plan.streamed_bytes_per_step);
+  // Every extent not held on the device is copied each step it is used: experts at their
+  // expected routed share; everything the step uses is read from device memory once.
+  double moved = 0, used = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    const double bytes = planner_detail::StepBytes(checkpoint, i, batch);
+    used += bytes;
+    if (plan.placement[i] != Tier::kDevice) moved += bytes;
+  }
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
-  const double device_read_bytes =
-      static_cast<double>(checkpoint.total_bytes()) + static_cast<double>(plan.device_kv_bytes());
+  const double device_read_bytes = used + static_cast<double>(plan.device_kv_bytes());
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step =
       2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
@@ -81,14 +87,17 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   candidate.placement.prefetch_depth = depth;
   SetCudaStaging(extents, candidate.placement);
   candidate.staging_bytes = candidate.placement.staging_bytes();
+  const int tokens = std::max(inputs.workload.batch_size, 1);
+  double streamed = 0;  // experts at their expected routed share
   for (size_t i = 0; i < extents.size(); ++i) {
     const uint64_t bytes = extents[i].padded_bytes;
     switch (candidate.placement[i]) {
       case Tier::kDevice: candidate.resident_bytes += bytes; break;
       case Tier::kDram: candidate.pinned_bytes += bytes; break;
-      case Tier::kNvme: candidate.streamed_bytes_per_step += bytes; break;
+      case Tier::kNvme: streamed += planner_detail::StepBytes(*inputs.checkpoint, i, tokens); break;
     }
   }
+  candidate.streamed_bytes_per_step = static_cast<uint64_t>(streamed);
   candidate.offload_needed = candidate.resident_bytes < inputs.checkpoint->total_bytes();
   const CudaMemory memory =
       CudaMemoryFor(*inputs.checkpoint, inputs.workload.limits(), candidate.placement,
@@ -101,17 +110,24 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
 
 }  // namespace
 
+CudaStaging CudaStagingShape(uint64_t largest_nvme, uint64_t largest_on_device, int depth) {
+  CudaStaging staging;
+  staging.buffer_bytes = std::max(largest_nvme, largest_on_device);
+  if (staging.buffer_bytes > 0) {
+    staging.copy_buffers = largest_nvme > 0 ? kCudaCopyBuffers : 0;
+    staging.buffers = std::max(depth, 1) + 1 + staging.copy_buffers;
+  }
+  return staging;
+}
+
 void SetCudaStaging(const std::vector<ExtentInfo>& extents, Placement& placement) {
   const int depth = placement.prefetch_depth;
-  const uint64_t largest_nvme = planner_detail::LargestOn(extents, placement.tiers, Tier::kNvme);
-  placement.staging_buffer_bytes =
-      std::max(largest_nvme, planner_detail::LargestOn(extents, placement.tiers, Tier::kDevice));
-  placement.copy_buffers = 0;
-  placement.staging_buffers = 0;
-  if (placement.staging_buffer_bytes > 0) {
-    placement.copy_buffers = largest_nvme > 0 ? kCudaCopyBuffers : 0;
-    placement.staging_buffers = std::max(depth, 1) + 1 + placement.copy_buffers;
-  }
+  const CudaStaging staging =
+      CudaStagingShape(planner_detail::LargestOn(extents, placement.tiers, Tier::kNvme),
+                       planner_detail::LargestOn(extents, placement.tiers, Tier::kDevice), depth);
+  placement.staging_buffer_bytes = staging.buffer_bytes;
+  placement.copy_buffers = staging.copy_buffers;
+  placement.staging_buffers = staging.buffers;
   const bool any_moved = std::any_of(placement.begin(), placement.end(),
                                      [](Tier tier) { return tier != Tier::kDevice; });
   placement.device_slots = any_moved ? std::max(depth + 1, 2) : 0;
@@ -165,7 +181,7 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
     for (uint64_t device_cap : caps) {
       std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
       const std::optional<uint64_t> resident = planner_detail::KeepGreedily(
-          extents, order, device_cap, planner_detail::RingOf(extents, slots, Tier::kDram),
+          extents, order, device_cap, planner_detail::RingOf(slots),
           device_room, Tier::kDevice, Tier::kDram, on_device);
       if (!resident) continue;
       for (uint64_t host_cap : caps) {
@@ -173,15 +189,12 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
         for (Tier& tier : placement) {
           if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
         }
+        const uint64_t largest_on_device =
+            planner_detail::LargestOn(extents, on_device, Tier::kDevice);
         const std::optional<uint64_t> pinned = planner_detail::KeepGreedily(
             extents, order, host_cap,
-            [&](const std::vector<Tier>& p) {
-              Placement staged;
-              staged.backend = BackendKind::kCuda;
-              staged.tiers = p;
-              staged.prefetch_depth = depth;
-              SetCudaStaging(extents, staged);
-              return staged.staging_bytes();
+            [&](uint64_t largest_nvme) {
+              return CudaStagingShape(largest_nvme, largest_on_device, depth).bytes();
             },
             host_room, Tier::kDram, Tier::kNvme, placement);
         if (!pinned) continue;

@@ -30,9 +30,17 @@ std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
   std::vector<std::pair<int64_t, int64_t>> shapes = {
       {rows, c.hidden_size},        {micro, c.hidden_size},       {micro, c.q_dim()},
       {micro, c.kv_dim()},          {micro, c.kv_dim()},          {micro, c.q_dim()},
-      {micro, c.intermediate_size}, {micro, c.intermediate_size}, {sequences, c.hidden_size},
+      {micro, c.max_ffn()},         {micro, c.max_ffn()},         {sequences, c.hidden_size},
       {sequences, c.hidden_size},   {sequences, c.embed_dim()},   {sequences, c.vocab_size}};
   if (c.has_embed_projection()) shapes.emplace_back(micro, c.embed_dim());
+  if (c.is_moe()) {
+    // The experts' input and the router's logits for the whole step (experts run after every
+    // micro-batch has been routed), one expert's gathered rows, the shared expert's gate.
+    shapes.insert(shapes.end(), {{rows, c.hidden_size},
+                                 {rows, c.moe.num_experts},
+                                 {micro, c.hidden_size},
+                                 {micro, 1}});
+  }
   return shapes;
 }
 
@@ -122,13 +130,19 @@ CudaMemory CudaMemoryFor(const Checkpoint& checkpoint, const ModelLimits& limits
   // Scratch: the GEMM input cast (the widest input row over the step's rows), one matrix in f32
   // (dequantised or awaiting conversion), the per-step row maps, the RoPE tables, cuBLAS's
   // workspace.
-  const int64_t widest_input =
-      std::max({c.hidden_size, c.q_dim(), c.intermediate_size, c.embed_dim()});
+  const int64_t widest_input = std::max({c.hidden_size, c.q_dim(), c.max_ffn(), c.embed_dim()});
   const int64_t input_rows = std::max<int64_t>(limits.max_tokens_per_step, limits.logit_rows());
   memory.gemm_input_bytes = static_cast<uint64_t>(input_rows) * widest_input * 4;
+  // MoE adds an expert's gathered rows, scattered rows and routing weights, a micro-batch at
+  // a time, each in its own allocation.
+  const uint64_t moe_row_maps =
+      c.is_moe() ? 3 * static_cast<uint64_t>(limits.micro_rows()) * 4 * kDeviceIntsEntries +
+                       2 * kDevicePoolAlignment
+                 : 0;
   const uint64_t row_maps =
       static_cast<uint64_t>(limits.max_tokens_per_step + limits.logit_rows()) * 4 * 4 *
-      kDeviceIntsEntries;
+          kDeviceIntsEntries +
+      moe_row_maps;
   const uint64_t rope_table = static_cast<uint64_t>(limits.max_context) * (c.head_dim / 2) * 4;
   memory.scratch_bytes = Aligned(memory.gemm_input_bytes) + Aligned(memory.matrix_scratch_bytes) +
                          Aligned(row_maps) + 2 * Aligned(rope_table) + kCublasWorkspaceBytes +

@@ -33,6 +33,9 @@ struct Placement {
   // on CUDA the device-resident ones once, on their way to the GPU.
   int staging_buffers = 0;
   int copy_buffers = 0;
+  // Mixture of experts: buffers beyond the dense prefetch ring, so a layer's routed experts are
+  // read together (counted in staging_buffers).
+  int expert_buffers = 0;
   uint64_t staging_buffer_bytes = 0;
   // CUDA: device slots the extents not held on the device are copied into every step.
   int device_slots = 0;

@@ -30,11 +30,46 @@ std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& 
                                                  int buffers, uint64_t room) {
   std::vector<Tier> placement(extents.size(), Tier::kNvme);
   if (!planner_detail::KeepGreedily(extents, order, cap,
-                                    planner_detail::RingOf(extents, buffers, Tier::kNvme), room,
+                                    planner_detail::RingOf(buffers), room,
                                     Tier::kDevice, Tier::kNvme, placement)) {
     return std::nullopt;
   }
   return placement;
+}
+
+// Streamed bytes per decode step (of batch_size tokens): experts at their expected routed share.
+void CountBytes(const PlannerInputs& inputs, Plan& plan) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const int tokens = std::max(inputs.workload.batch_size, 1);
+  double streamed = 0;
+  plan.resident_bytes = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    if (plan.placement[i] == Tier::kNvme) {
+      streamed += planner_detail::StepBytes(checkpoint, i, tokens);
+    } else {
+      plan.resident_bytes += checkpoint.extents[i].padded_bytes;
+    }
+  }
+  plan.streamed_bytes_per_step = static_cast<uint64_t>(streamed);
+}
+
+// The staging ring: depth + 1 buffers, and for a model with experts on disk, room for the
+// experts a step routes to.
+void SetStaging(const PlannerInputs& inputs, int depth, Plan& plan) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  bool experts_streamed = false;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    experts_streamed |= checkpoint.extents[i].kind == ExtentKind::kExpert &&
+                        plan.placement[i] == Tier::kNvme;
+  }
+  plan.placement.prefetch_depth = depth;
+  plan.placement.expert_buffers =
+      experts_streamed
+          ? planner_detail::ExpertStagingBuffers(checkpoint.config, inputs.workload.batch_size)
+          : 0;
+  plan.placement.staging_buffers = depth + 1 + plan.placement.expert_buffers;
+  plan.placement.staging_buffer_bytes = LargestStreamed(checkpoint.extents, plan.placement.tiers);
+  plan.staging_bytes = plan.placement.staging_bytes();
 }
 
 void Predict(const PlannerInputs& inputs, Plan& plan) {
@@ -42,10 +77,14 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   const Bandwidths& bw = inputs.bandwidths;
   const int batch = std::max(inputs.workload.batch_size, 1);
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
-  // Every weight byte is read from memory once per step, plus each sequence's KV cache.
+  // Every weight byte a step uses (of experts, the routed ones) is read from memory once per
+  // step, plus each sequence's KV cache.
+  double weight_bytes = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    weight_bytes += planner_detail::StepBytes(checkpoint, i, batch);
+  }
   const double kv_read_bytes = plan.kv_bytes;  // upper bound: full contexts
-  plan.memory_seconds_per_step =
-      (checkpoint.total_bytes() + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
+  plan.memory_seconds_per_step = (weight_bytes + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
   plan.compute_seconds_per_step = planner_detail::CpuMatmulSeconds(checkpoint, batch, bw);
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const double work = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
@@ -126,23 +165,18 @@ Plan MakePlan(const PlannerInputs& inputs) {
   const std::vector<size_t> order = ResidencyOrder(extents);
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t room = budget - std::min(budget, fixed);  // for resident extents and staging
+  // Experts' buffers are counted whether or not any expert ends up streamed (conservative).
+  const int expert_buffers = planner_detail::ExpertStagingBuffers(checkpoint.config,
+                                                                  inputs.workload.batch_size);
   std::optional<Plan> best;
   for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {
     for (uint64_t cap : caps) {
       const std::optional<std::vector<Tier>> placement =
-          GreedyPlacement(extents, order, cap, depth + 1, room);
+          GreedyPlacement(extents, order, cap, depth + 1 + expert_buffers, room);
       if (!placement) continue;
       plan.placement.tiers = *placement;
-      plan.placement.prefetch_depth = depth;
-      plan.placement.staging_buffers = depth + 1;
-      plan.placement.staging_buffer_bytes = LargestStreamed(extents, plan.placement.tiers);
-      plan.staging_bytes = plan.placement.staging_bytes();
-      plan.resident_bytes = 0;
-      plan.streamed_bytes_per_step = 0;
-      for (size_t i = 0; i < extents.size(); ++i) {
-        (plan.placement[i] == Tier::kNvme ? plan.streamed_bytes_per_step : plan.resident_bytes) +=
-            extents[i].padded_bytes;
-      }
+      SetStaging(inputs, depth, plan);
+      CountBytes(inputs, plan);
       Predict(inputs, plan);
       if (!best || plan.predicted_tokens_per_s > best->predicted_tokens_per_s) best = plan;
     }
@@ -171,21 +205,9 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
   plan.placement.tiers = std::move(placement);
   plan.kv_bytes = KvCacheBytes(checkpoint.config, inputs.workload);
   plan.activation_bytes = ActivationBytes(checkpoint.config, inputs.workload);
-  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    const uint64_t bytes = checkpoint.extents[i].padded_bytes;
-    if (plan.placement[i] == Tier::kNvme) {
-      plan.streamed_bytes_per_step += bytes;
-    } else {
-      plan.resident_bytes += bytes;
-    }
-  }
-  plan.offload_needed = plan.streamed_bytes_per_step > 0;
-  if (plan.offload_needed) {
-    plan.placement.prefetch_depth = prefetch_depth;
-    plan.placement.staging_buffers = prefetch_depth + 1;
-    plan.placement.staging_buffer_bytes = LargestStreamed(checkpoint.extents, plan.placement.tiers);
-    plan.staging_bytes = plan.placement.staging_bytes();
-  }
+  CountBytes(inputs, plan);
+  plan.offload_needed = std::count(plan.placement.begin(), plan.placement.end(), Tier::kNvme) > 0;
+  if (plan.offload_needed) SetStaging(inputs, prefetch_depth, plan);
   Predict(inputs, plan);
   return plan;
 }

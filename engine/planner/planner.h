@@ -109,6 +109,14 @@ struct Plan {
 // max(depth, 1) + 1 of them, plus kCudaCopyBuffers when any extent is on NVMe. None when neither
 // kind exists. Also its device slots: depth + 1, at least 2.
 void SetCudaStaging(const std::vector<ExtentInfo>& extents, Placement& placement);
+// The same ring from the largest extents on NVMe and on the device alone (0: none there).
+struct CudaStaging {
+  int buffers = 0;
+  int copy_buffers = 0;
+  uint64_t buffer_bytes = 0;
+  uint64_t bytes() const { return buffers * buffer_bytes; }
+};
+CudaStaging CudaStagingShape(uint64_t largest_nvme, uint64_t largest_on_device, int depth);
 
 // Throws zinf::Error with the numbers when even full streaming does not fit the budget.
 Plan MakePlan(const PlannerInputs& inputs);
@@ -134,6 +142,11 @@ struct BatchChoice {
 // crowds resident weights out or the arithmetic becomes the bound. The smallest batch within 3% of
 // the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
 BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
+
+// The share of a sparse layer's experts a step of `tokens` tokens routes to, for a uniform
+// router: 1 − (1 − k/E)^tokens, the expected distinct experts E·(1 − (1 − k/E)^tokens) over E.
+// 1 for a dense model.
+double RoutedShare(const ModelConfig& config, int tokens);
 
 // KV-cache and activation bytes of a workload on the CPU backend (the memory model's).
 uint64_t KvCacheBytes(const ModelConfig& config, const Workload& workload);

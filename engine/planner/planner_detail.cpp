@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <set>
 
 namespace zinf::planner_detail {
 
@@ -12,6 +14,8 @@ std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
   std::vector<size_t> order(extents.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const bool a_expert = extents[a].kind == ExtentKind::kExpert;
+    if (a_expert != (extents[b].kind == ExtentKind::kExpert)) return !a_expert;
     if (extents[a].padded_bytes != extents[b].padded_bytes) {
       return extents[a].padded_bytes > extents[b].padded_bytes;
     }
@@ -32,49 +36,97 @@ uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tie
 std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
                                     const std::vector<size_t>& order) {
   std::vector<uint64_t> sizes;
-  for (size_t idx : order) {
-    const uint64_t bytes = extents[idx].padded_bytes;
-    if (sizes.empty() || sizes.back() != bytes) sizes.push_back(bytes);
-  }
+  for (size_t idx : order) sizes.push_back(extents[idx].padded_bytes);
+  // Largest first even when `order` is not by size (experts after the always-used extents).
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
 }
 
-RingBytes RingOf(const std::vector<ExtentInfo>& extents, int buffers, Tier tier) {
-  return [&extents, buffers, tier](const std::vector<Tier>& placement) {
-    return buffers * LargestOn(extents, placement, tier);
-  };
+RingBytes RingOf(int buffers) {
+  return [buffers](uint64_t largest_moved) { return buffers * largest_moved; };
 }
 
 std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
                                      const std::vector<size_t>& order, uint64_t cap,
                                      const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
                                      std::vector<Tier>& placement) {
+  // The sizes still on `moved`, so the ring's size is known without a pass over every extent.
+  std::multiset<uint64_t> moved_sizes;
+  for (size_t idx = 0; idx < extents.size(); ++idx) {
+    if (placement[idx] == moved) moved_sizes.insert(extents[idx].padded_bytes);
+  }
+  auto largest_moved = [&] { return moved_sizes.empty() ? 0 : *moved_sizes.rbegin(); };
+  auto keep = [&](size_t idx) {
+    placement[idx] = kept;
+    moved_sizes.erase(moved_sizes.find(extents[idx].padded_bytes));
+  };
   uint64_t kept_bytes = 0;
-  auto fits = [&](uint64_t bytes) { return bytes + ring(placement) <= room; };
   for (size_t idx : order) {
     if (placement[idx] != moved || extents[idx].padded_bytes <= cap) continue;
-    placement[idx] = kept;
+    keep(idx);
     kept_bytes += extents[idx].padded_bytes;
   }
-  if (!fits(kept_bytes)) return std::nullopt;
+  if (kept_bytes + ring(largest_moved()) > room) return std::nullopt;
   for (size_t idx : order) {
     if (placement[idx] != moved) continue;
-    placement[idx] = kept;
-    if (fits(kept_bytes + extents[idx].padded_bytes)) {
-      kept_bytes += extents[idx].padded_bytes;
-    } else {
+    const uint64_t bytes = extents[idx].padded_bytes;
+    keep(idx);
+    if (kept_bytes + bytes + ring(largest_moved()) <= room) {
+      kept_bytes += bytes;
+    } else {  // back on `moved`
       placement[idx] = moved;
+      moved_sizes.insert(bytes);
     }
   }
   return kept_bytes;
 }
+
+}  // namespace zinf::planner_detail
+
+namespace zinf {
+
+double RoutedShare(const ModelConfig& config, int tokens) {
+  if (!config.is_moe()) return 1.0;
+  const double unused_by_one = 1.0 - static_cast<double>(config.moe.experts_per_token) /
+                                         config.moe.num_experts;
+  return 1.0 - std::pow(unused_by_one, std::max(tokens, 1));
+}
+
+}  // namespace zinf
+
+namespace zinf::planner_detail {
+
+double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens) {
+  const ExtentInfo& extent = checkpoint.extents[idx];
+  const double bytes = static_cast<double>(extent.padded_bytes);
+  return extent.kind == ExtentKind::kExpert ? bytes * RoutedShare(checkpoint.config, tokens)
+                                            : bytes;
+}
+
+int ExpertStagingBuffers(const ModelConfig& config, int tokens) {
+  if (!config.is_moe()) return 0;
+  const double routed = config.moe.num_experts * RoutedShare(config, tokens);
+  return std::clamp(static_cast<int>(std::ceil(routed)), 1, 16);
+}
+
+namespace {
+
+// The share of a step's tokens that multiply by an extent's weights.
+double TokenShare(const Checkpoint& checkpoint, const ExtentInfo& extent) {
+  if (extent.kind != ExtentKind::kExpert) return 1.0;
+  const MoeConfig& moe = checkpoint.config.moe;
+  return static_cast<double>(moe.experts_per_token) / moe.num_experts;
+}
+
+}  // namespace
 
 double ParameterCount(const Checkpoint& checkpoint) {
   double count = 0;
   for (const ExtentInfo& extent : checkpoint.extents) {
     if (extent.kind == ExtentKind::kEmbedding) continue;  // a lookup, not a matmul
     for (const TensorInfo& tensor : extent.tensors)
-      count += static_cast<double>(tensor.num_elements());
+      count += static_cast<double>(tensor.num_elements()) * TokenShare(checkpoint, extent);
   }
   return count;
 }
@@ -84,8 +136,8 @@ double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidt
   for (const ExtentInfo& extent : checkpoint.extents) {
     if (extent.kind == ExtentKind::kEmbedding) continue;
     for (const TensorInfo& tensor : extent.tensors) {
-      seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens /
-                 (rates.GflopsFor(tensor.dtype) * 1e9);
+      seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
+                 TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
     }
   }
   return seconds;

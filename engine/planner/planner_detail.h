@@ -16,7 +16,8 @@ namespace zinf::planner_detail {
 // Order in which extents claim residency. Per byte kept resident, every extent saves the same
 // transfer time; but the largest extent still moved sets the size of every staging buffer (and
 // device slot), so the largest go first. Among equals the embeddings lead (only a few of their rows
-// are used, yet moving them moves them whole), then file order.
+// are used, yet moving them moves them whole), then file order. A mixture-of-experts model's
+// experts come after every always-used extent: each is used by only some steps.
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents);
 
 // The largest extent placed on `tier` (0 when none is).
@@ -28,27 +29,37 @@ uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tie
 std::vector<uint64_t> DistinctSizes(const std::vector<ExtentInfo>& extents,
                                     const std::vector<size_t>& order);
 
-// The bytes of the buffers a placement needs beside its kept extents (a staging ring, slots).
-using RingBytes = std::function<uint64_t(const std::vector<Tier>& placement)>;
-// A ring of `buffers` buffers sized to the largest extent on `tier`.
-RingBytes RingOf(const std::vector<ExtentInfo>& extents, int buffers, Tier tier);
+// The bytes of the buffers a placement needs beside its kept extents (a staging ring, slots),
+// from the size of the largest extent still moved (0 when none is).
+using RingBytes = std::function<uint64_t(uint64_t largest_moved)>;
+// A ring of `buffers` buffers sized to the largest extent moved.
+RingBytes RingOf(int buffers);
 
 // Moves extents from tier `moved` to tier `kept` within a budget that also holds `ring` (sized by
 // what is left on `moved`): first every extent larger than `cap`, then, in `order`, each further
 // one while kept bytes + ring ≤ room. Returns the kept bytes, or nullopt when the forced extents
 // and their ring do not fit. The cap matters when a few extents are much larger than the rest (a
 // 32k-vocabulary embedding and head beside small layers): one at a time, the first of them never
-// fits, since the second, still moved, sizes the ring.
+// fits, since the second, still moved, sizes the ring. O(n log n), for models of 10^4 extents
+// (one per expert).
 std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
                                      const std::vector<size_t>& order, uint64_t cap,
                                      const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
                                      std::vector<Tier>& placement);
 
-// Parameters that take part in matrix products (the embedding table is a lookup).
+// The bytes of extent `idx` a step of `tokens` tokens is expected to use: all of an always-used
+// extent, RoutedShare of an expert's.
+double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens);
+// Staging buffers beyond the dense prefetch ring for streamed experts: as many as a step is
+// expected to route to per layer (at most 16), so their reads are in flight together.
+int ExpertStagingBuffers(const ModelConfig& config, int tokens);
+
+// Parameters a token multiplies by (the embedding table is a lookup; of a sparse layer's experts,
+// the k it is routed to).
 double ParameterCount(const Checkpoint& checkpoint);
 
 // Seconds the CPU backend's products take per step of `tokens` rows: each tensor's 2 × elements ×
-// tokens FLOPs at the rate of its dtype's kernel.
+// tokens FLOPs (an expert's: × k/E, the share of tokens routed to it) at its dtype's kernel rate.
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
 
 }  // namespace zinf::planner_detail

@@ -55,8 +55,11 @@ struct Engine {
   std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
+  Placement placement;  // with a backend factory; else the session's plan has it
 
   Model& get() { return session ? session->model() : *model; }
+  WeightSource& source() { return session ? session->weights() : *weights; }
+  const Placement& placed() const { return session ? session->plan().placement : placement; }
 };
 
 Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
@@ -88,6 +91,7 @@ Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
   }
   engine.model =
       std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits, placement);
+  engine.placement = placement;
   return engine;
 }
 
@@ -96,6 +100,10 @@ cli::SessionOptions OptionsFor(const LoadedModel& model, const EngineSettings& s
   options.weights = settings.placement == io::WeightPlacement::kStreamed
                         ? cli::WeightsMode::kStream
                         : cli::WeightsMode::kResident;
+  if (!settings.cpu_mem.empty()) {
+    options.weights = cli::WeightsMode::kAuto;
+    options.cpu_mem = settings.cpu_mem;
+  }
   options.prefetch_depth = settings.prefetch_depth;
   options.batch_size = settings.batch_size;
   options.step_tokens = settings.step_tokens;
@@ -110,6 +118,11 @@ cli::SessionOptions OptionsFor(const LoadedModel& model, const EngineSettings& s
 }  // namespace
 
 std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,
+                                 const EngineSettings& settings) {
+  return GenerateWithStats(model, requests, settings).completions;
+}
+
+GenerateResult GenerateWithStats(const LoadedModel& model, const std::vector<Request>& requests,
                                  const EngineSettings& settings) {
   Engine engine = OpenEngine(model, settings, OptionsFor(model, settings));
   GeneratorOptions options;
@@ -134,9 +147,12 @@ std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Req
     by_id[request.id] = failed;
   };
   generator.Run(callbacks, nullptr);
-  std::vector<Completion> ordered;
-  for (const Request& request : requests) ordered.push_back(by_id.at(request.id));
-  return ordered;
+  GenerateResult result;
+  for (const Request& request : requests) result.completions.push_back(by_id.at(request.id));
+  result.placement = engine.placed();
+  result.expert_traffic = engine.get().expert_traffic();
+  result.io = engine.source().stats();
+  return result;
 }
 
 std::vector<float> LastLogits(const LoadedModel& model, const std::vector<TokenId>& prompt_ids,

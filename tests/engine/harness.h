@@ -37,6 +37,7 @@ struct EngineSettings {
   DType kv_dtype = DType::kF32;
   int micro_batch_tokens = 0;
   BackendFactory make_backend;  // empty: cpu::CpuBackend with `threads` threads
+  std::string cpu_mem;  // non-empty: the planner places extents under this DRAM budget ("300K")
 };
 
 struct LoadedModel {
@@ -55,6 +56,16 @@ LoadedModel Stories260KAs(DType dtype, int group_size = 64);
 
 // Completions in request order.
 std::vector<Completion> Generate(const LoadedModel& model, const std::vector<Request>& requests,
+                                 const EngineSettings& settings);
+
+// Generate, with what the run placed and moved.
+struct GenerateResult {
+  std::vector<Completion> completions;  // in request order
+  Placement placement;
+  ExpertTraffic expert_traffic;
+  WeightIoStats io;
+};
+GenerateResult GenerateWithStats(const LoadedModel& model, const std::vector<Request>& requests,
                                  const EngineSettings& settings);
 
 // Next-token logits at the last position of `prompt_ids`.

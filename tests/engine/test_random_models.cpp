@@ -58,6 +58,27 @@ TEST_CASE("random qwen3 (q/k norm, tied embeddings) matches the float64 referenc
   CheckAgainstReference(Qwen3Spec(), "qwen3");
 }
 
+TEST_CASE("random qwen2_moe (shared expert, top-2 unnormalised, a dense layer) matches the "
+          "float64 reference") {
+  CheckAgainstReference(Qwen2MoeSpec(), "qwen2-moe");
+}
+
+TEST_CASE("random mixtral and qwen3_moe match the float64 reference") {
+  RandomModelSpec mixtral;
+  mixtral.model_type = "mixtral";
+  mixtral.num_experts = 4;
+  mixtral.experts_per_token = 2;
+  CheckAgainstReference(mixtral, "mixtral");
+  RandomModelSpec qwen3 = Qwen3Spec();
+  qwen3.model_type = "qwen3_moe";
+  qwen3.num_layers = 3;
+  qwen3.num_experts = 6;
+  qwen3.experts_per_token = 3;
+  qwen3.norm_topk_prob = true;
+  qwen3.mlp_only_layers = {0};
+  CheckAgainstReference(qwen3, "qwen3-moe");
+}
+
 TEST_CASE("random OPT (LayerNorm, learned positions, projections) matches the float64 reference") {
   CheckAgainstReference(OptSpec(), "opt");
 }

@@ -98,7 +98,7 @@ TEST_CASE("a manifest from a newer or other format is refused with the versions 
     std::string message = LoadError(dir);
     CHECK_THAT(message, Contains(dir + "/manifest.json"));
     CHECK_THAT(message, Contains("version 99"));
-    CHECK_THAT(message, Contains("reads versions 1 to 2"));
+    CHECK_THAT(message, Contains("reads versions 1 to 3"));
   }
   SECTION("another format") {
     manifest["format"] = "gguf";

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -62,6 +63,33 @@ class TensorMaker {
   std::vector<TensorToWrite> tensors_;
 };
 
+bool IsSparse(const RandomModelSpec& spec, int layer) {
+  return spec.num_experts > 0 && std::find(spec.mlp_only_layers.begin(), spec.mlp_only_layers.end(),
+                                           layer) == spec.mlp_only_layers.end();
+}
+
+// A sparse layer's router, experts and (qwen2_moe) shared expert, in Hugging Face's names.
+void AddExperts(const RandomModelSpec& spec, const std::string& prefix, TensorMaker& maker) {
+  const int64_t hidden = spec.hidden_size;
+  const bool mixtral = spec.model_type == "mixtral";
+  const int64_t ffn = mixtral ? spec.intermediate_size : spec.moe_intermediate_size;
+  const std::string block = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  maker.Add(block + "gate.weight", {spec.num_experts, hidden}, spec.router_std);
+  for (int e = 0; e < spec.num_experts; ++e) {
+    const std::string expert = block + "experts." + std::to_string(e) + ".";
+    maker.Matrix(expert + (mixtral ? "w1.weight" : "gate_proj.weight"), ffn, hidden);
+    maker.Matrix(expert + (mixtral ? "w3.weight" : "up_proj.weight"), ffn, hidden);
+    maker.Matrix(expert + (mixtral ? "w2.weight" : "down_proj.weight"), hidden, ffn);
+  }
+  if (spec.shared_expert_intermediate_size > 0) {
+    const int64_t shared = spec.shared_expert_intermediate_size;
+    maker.Matrix(block + "shared_expert.gate_proj.weight", shared, hidden);
+    maker.Matrix(block + "shared_expert.up_proj.weight", shared, hidden);
+    maker.Matrix(block + "shared_expert.down_proj.weight", hidden, shared);
+    maker.Add(block + "shared_expert_gate.weight", {1, hidden}, spec.router_std);
+  }
+}
+
 std::vector<TensorToWrite> LlamaTensors(const RandomModelSpec& spec) {
   TensorMaker maker(spec);
   const int64_t hidden = spec.hidden_size;
@@ -69,8 +97,9 @@ std::vector<TensorToWrite> LlamaTensors(const RandomModelSpec& spec) {
   const int64_t q_dim = spec.num_heads * head_dim;
   const int64_t kv_dim = spec.num_kv_heads * head_dim;
   const int64_t ffn = spec.intermediate_size;
-  const bool qkv_bias = spec.model_type == "qwen2" || spec.attention_bias;
-  const bool o_bias = spec.model_type != "qwen2" && spec.attention_bias;
+  const bool qwen2 = spec.model_type == "qwen2" || spec.model_type == "qwen2_moe";
+  const bool qkv_bias = qwen2 || spec.attention_bias;
+  const bool o_bias = !qwen2 && spec.attention_bias;
   maker.Add("model.embed_tokens.weight", {spec.vocab_size, hidden}, kEmbedStd);
   for (int layer = 0; layer < spec.num_layers; ++layer) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
@@ -85,11 +114,15 @@ std::vector<TensorToWrite> LlamaTensors(const RandomModelSpec& spec) {
       maker.Bias(prefix + "self_attn.v_proj.bias", kv_dim);
     }
     if (o_bias) maker.Bias(prefix + "self_attn.o_proj.bias", hidden);
-    if (spec.model_type == "qwen3") {
+    if (spec.model_type == "qwen3" || spec.model_type == "qwen3_moe") {
       maker.Norm(prefix + "self_attn.q_norm.weight", head_dim);
       maker.Norm(prefix + "self_attn.k_norm.weight", head_dim);
     }
     maker.Norm(prefix + "post_attention_layernorm.weight", hidden);
+    if (IsSparse(spec, layer)) {
+      AddExperts(spec, prefix, maker);
+      continue;
+    }
     maker.Matrix(prefix + "mlp.gate_proj.weight", ffn, hidden);
     maker.Matrix(prefix + "mlp.up_proj.weight", ffn, hidden);
     maker.Matrix(prefix + "mlp.down_proj.weight", hidden, ffn);
@@ -170,6 +203,19 @@ RandomModelSpec Qwen3Spec() {
   return spec;
 }
 
+RandomModelSpec Qwen2MoeSpec() {
+  RandomModelSpec spec;
+  spec.model_type = "qwen2_moe";
+  spec.norm_eps = 1e-6;
+  spec.num_layers = 3;
+  spec.num_experts = 8;
+  spec.experts_per_token = 2;
+  spec.moe_intermediate_size = 32;
+  spec.shared_expert_intermediate_size = 80;
+  spec.mlp_only_layers = {1};
+  return spec;
+}
+
 RandomModelSpec OptSpec() {
   RandomModelSpec spec;
   spec.model_type = "opt";
@@ -212,6 +258,24 @@ std::string RandomConfigJson(const RandomModelSpec& spec) {
     config["hidden_act"] = "silu";
     config["attention_bias"] = spec.attention_bias;
     config["mlp_bias"] = spec.mlp_bias;
+  }
+  if (spec.num_experts > 0) {
+    config["num_experts_per_tok"] = spec.experts_per_token;
+    if (spec.model_type == "mixtral") {
+      config["architectures"] = {"MixtralForCausalLM"};
+      config["num_local_experts"] = spec.num_experts;
+    } else {
+      config["architectures"] = {spec.model_type == "qwen2_moe" ? "Qwen2MoeForCausalLM"
+                                                                : "Qwen3MoeForCausalLM"};
+      config["num_experts"] = spec.num_experts;
+      config["moe_intermediate_size"] = spec.moe_intermediate_size;
+      config["norm_topk_prob"] = spec.norm_topk_prob;
+      config["decoder_sparse_step"] = 1;
+      config["mlp_only_layers"] = spec.mlp_only_layers;
+      if (spec.model_type == "qwen2_moe") {
+        config["shared_expert_intermediate_size"] = spec.shared_expert_intermediate_size;
+      }
+    }
   }
   return config.dump(2) + "\n";
 }

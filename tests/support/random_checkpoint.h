@@ -12,7 +12,8 @@ namespace zinf::testing {
 
 // What WriteRandomHfCheckpoint writes. Shapes follow Hugging Face: matrices are [out, in].
 struct RandomModelSpec {
-  std::string model_type = "llama";  // llama, mistral, qwen2, qwen3 or opt
+  // llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe or opt
+  std::string model_type = "llama";
   int vocab_size = 512;              // 512 matches the bundled stories260K tokenizer
   int hidden_size = 64;
   int intermediate_size = 96;  // OPT: ffn_dim
@@ -30,6 +31,15 @@ struct RandomModelSpec {
   DType dtype = DType::kF32;
   uint32_t seed = 1;
   bool with_tokenizer = true;  // copy the stories260K tokenizer files
+  // Mixture of experts (mixtral, qwen2_moe, qwen3_moe). Mixtral's experts are intermediate_size
+  // wide; Qwen's moe_intermediate_size, their dense layers (mlp_only_layers) intermediate_size.
+  int num_experts = 0;
+  int experts_per_token = 2;
+  int moe_intermediate_size = 32;
+  int shared_expert_intermediate_size = 0;  // qwen2_moe
+  bool norm_topk_prob = false;
+  std::vector<int> mlp_only_layers;
+  float router_std = 0.5f;  // wide enough that routing probabilities are far from ties
 };
 
 // Llama with attention_bias (q/k/v/o biases), GQA 4 heads / 2 kv heads, untied lm_head.
@@ -38,6 +48,9 @@ RandomModelSpec LlamaWithBiasSpec();
 RandomModelSpec Qwen2Spec();
 // Qwen3: q/k RMSNorm per head, tied embeddings.
 RandomModelSpec Qwen3Spec();
+// Qwen2-MoE: 8 experts, top-2 without renormalisation, a sigmoid-gated shared expert, q/k/v
+// biases, layer 1 dense (mlp_only_layers).
+RandomModelSpec Qwen2MoeSpec();
 // OPT: LayerNorm + biases everywhere, learned positions, word_embed_proj_dim 32 (project_in/out).
 RandomModelSpec OptSpec();
 

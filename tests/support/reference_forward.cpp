@@ -2,6 +2,7 @@
 // through the whole sequence, no caching, no batching, no vectorisation.
 #include "tests/support/reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -111,6 +112,55 @@ Vec Attend(const Vec& q, const Mat& keys, const Mat& values, int num_heads, int 
   return out;
 }
 
+Vec SwiGlu(const Vec& h, const Mat& gate, const Mat& up, const Mat& down) {
+  const Vec g = Linear(h, gate, nullptr), u = Linear(h, up, nullptr);
+  Vec a(g.size());
+  for (size_t i = 0; i < g.size(); ++i) a[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return Linear(a, down, nullptr);
+}
+
+// A sparse MoE block as transformers' Mixtral / Qwen2-MoE / Qwen3-MoE compute it: softmax over
+// all router logits, the k most probable experts, their weights renormalised (Mixtral always,
+// Qwen when norm_topk_prob), the weighted sum of their SwiGLU outputs, plus Qwen2-MoE's shared
+// expert scaled by sigmoid(shared_expert_gate · h).
+Vec MoeBlock(const Weights& w, const nlohmann::json& cfg, const std::string& block, const Vec& h) {
+  const bool mixtral = cfg["model_type"] == "mixtral";
+  const int k = cfg["num_experts_per_tok"];
+  const Vec logits = Linear(h, w.Matrix(block + "gate.weight"), nullptr);
+  const double max_logit = *std::max_element(logits.begin(), logits.end());
+  Vec probabilities(logits.size());
+  double sum = 0;
+  for (size_t e = 0; e < logits.size(); ++e) sum += (probabilities[e] = std::exp(logits[e] - max_logit));
+  for (double& p : probabilities) p /= sum;
+  std::vector<int> order(logits.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int>(e);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return probabilities[a] > probabilities[b]; });
+  double chosen = 0;
+  for (int i = 0; i < k; ++i) chosen += probabilities[order[i]];
+  const bool renormalise = mixtral || cfg.value("norm_topk_prob", false);
+  Vec out(h.size(), 0.0);
+  for (int i = 0; i < k; ++i) {
+    const std::string expert = block + "experts." + std::to_string(order[i]) + ".";
+    const Vec y = mixtral ? SwiGlu(h, w.Matrix(expert + "w1.weight"), w.Matrix(expert + "w3.weight"),
+                                   w.Matrix(expert + "w2.weight"))
+                          : SwiGlu(h, w.Matrix(expert + "gate_proj.weight"),
+                                   w.Matrix(expert + "up_proj.weight"),
+                                   w.Matrix(expert + "down_proj.weight"));
+    const double weight = probabilities[order[i]] / (renormalise ? chosen : 1.0);
+    for (size_t d = 0; d < out.size(); ++d) out[d] += weight * y[d];
+  }
+  if (w.Has(block + "shared_expert_gate.weight")) {
+    const std::string shared = block + "shared_expert.";
+    const Vec y = SwiGlu(h, w.Matrix(shared + "gate_proj.weight"), w.Matrix(shared + "up_proj.weight"),
+                         w.Matrix(shared + "down_proj.weight"));
+    const double gate = Linear(h, w.Matrix(block + "shared_expert_gate.weight"), nullptr)[0];
+    const double scale = 1.0 / (1.0 + std::exp(-gate));
+    for (size_t d = 0; d < out.size(); ++d) out[d] += scale * y[d];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> ReferenceLastLogits(const std::string& hf_dir,
@@ -197,6 +247,12 @@ std::vector<double> ReferenceLastLogits(const std::string& hf_dir,
         for (double& v : a) v = std::max(v, 0.0);
         mlp = Linear(a, w.Matrix(lp + "fc2.weight"), b2 ? &*b2 : nullptr);
       } else {
+        const Vec h = RmsNorm(x[t], w.Flat(lp + "post_attention_layernorm.weight"), eps);
+        for (const char* block : {"block_sparse_moe.", "mlp."}) {
+          if (w.Has(lp + block + "gate.weight")) mlp = MoeBlock(w, cfg, lp + block, h);
+        }
+      }
+      if (!opt && mlp.empty()) {
         const Vec h = RmsNorm(x[t], w.Flat(lp + "post_attention_layernorm.weight"), eps);
         const auto bg = bias(lp + "mlp.gate_proj.bias"), bu = bias(lp + "mlp.up_proj.bias");
         const auto bd = bias(lp + "mlp.down_proj.bias");
