@@ -1,0 +1,67 @@
+// Mixture-of-experts models end to end through the CLI: convert --synthetic of a small MoE config,
+// generate streamed from the file, and the run summary's expert traffic; plan on the shipped
+// MoE configs.
+#include <catch2/catch.hpp>
+
+#include "tests/cmd/cli_harness.h"
+#include "tests/support/random_checkpoint.h"
+
+namespace zinf::testing {
+
+namespace {
+
+constexpr const char* kTinyMixtral = R"({
+  "model_type": "mixtral", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 96,
+  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 128, "num_local_experts": 8, "num_experts_per_tok": 2,
+  "bos_token_id": 1, "eos_token_id": 2
+})";
+
+}  // namespace
+
+TEST_CASE("a streamed MoE run reports the expert bytes it moved against moving them all") {
+  const std::string dir = MakeTempDir("moe-cli");
+  WriteFile(dir + "/config.json", kTinyMixtral);
+  const CliResult converted =
+      RunZinf({"convert", "--synthetic", dir + "/config.json", dir + "/zinf", "-q"});
+  INFO(converted.err);
+  REQUIRE(converted.exit_code == 0);
+  WriteFile(dir + "/p.jsonl",
+            R"({"id": 0, "prompt_ids": [1, 403, 407], "max_new_tokens": 6})"
+            "\n");
+  const CliResult run = RunZinf({"generate", "--model", dir + "/zinf", "--prompts",
+                                 dir + "/p.jsonl", "--out", dir + "/o.jsonl", "--weights",
+                                 "stream", "--batch-size", "1", "--metrics-json",
+                                 dir + "/m.json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Matchers::Contains("experts:") &&
+                          Catch::Matchers::Contains("moved per step against"));
+  const nlohmann::json metrics = nlohmann::json::parse(ReadFile(dir + "/m.json"));
+  const nlohmann::json& experts = metrics["experts"];
+  // One token per decode step routes to 2 of 8 experts; the prefill step's 3 tokens to at most 6.
+  CHECK(experts["used"].get<double>() / experts["total"].get<double>() < 0.35);
+  CHECK(experts["bytes_moved"].get<double>() < 0.35 * experts["bytes_if_all_moved"].get<double>());
+}
+
+TEST_CASE("zinf plan works for every shipped MoE config, CPU and CUDA") {
+  for (const char* name : {"mixtral-8x7b", "mixtral-8x22b", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b",
+                           "qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    INFO(name);
+    const std::string config = std::string(ZINF_SOURCE_DIR) + "/configs/" + name + ".json";
+    const CliResult cpu = RunZinf({"plan", "--config", config, "--dtype", "int4", "--cpu-mem",
+                                   "512G", "--batch-size", "4", "--max-context", "1024"});
+    INFO(cpu.err);
+    CHECK(cpu.exit_code == 0);
+    CHECK_THAT(cpu.out, Catch::Matchers::Contains("experts ") &&
+                            Catch::Matchers::Contains("per token"));
+    const CliResult cuda =
+        RunZinf({"plan", "--config", config, "--dtype", "int4", "--device", "cuda", "--gpu-mem",
+                 "24G", "--cpu-mem", "512G", "--batch-size", "16", "--max-context", "1024"});
+    INFO(cuda.err);
+    CHECK(cuda.exit_code == 0);
+    CHECK_THAT(cuda.out, Catch::Matchers::Contains("predicted"));
+  }
+}
+
+}  // namespace zinf::testing
