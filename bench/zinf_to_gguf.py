@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a zinf checkpoint (docs/format.md) as a GGUF v3 file that llama.cpp loads as a "llama" model.
+"""Writes a zinf checkpoint (docs/format.md) as a GGUF v3 file that llama.cpp loads: Llama/Mistral
+and Mixtral as its "llama" architecture, Qwen2-MoE as "qwen2moe".
 
 Standard library only (no numpy, no gguf-py). Used by bench/vs_llamacpp.sh so that zinf and llama.cpp
 run the same weights.
@@ -16,6 +17,10 @@ What the conversion does:
   the interleaved-pairs layout llama.cpp's LLM_ARCH_LLAMA RoPE (GGML_ROPE_TYPE_NORM) expects, exactly as
   convert_hf_to_gguf.py's LlamaModel.permute does (for k, with the KV head count);
 - 1-D tensors (norms) are always written F32, as convert_hf_to_gguf.py does;
+- mixture-of-experts layers: the router becomes ffn_gate_inp, each layer's experts (one zinf extent
+  apiece) are stacked into ffn_{gate,up,down}_exps [E, rows, cols], Qwen2-MoE's shared expert
+  becomes ffn_{gate,up,down}_shexp and its sigmoid gate the 1-D ffn_gate_inp_shexp; Qwen2's RoPE is
+  rotate_half (llama.cpp's NEOX), so its q/k rows are not permuted;
 - tokenizer: a SentencePiece tokenizer.model in the checkpoint becomes tokenizer.ggml.model = "llama"
   with its pieces, scores and types (padded to vocab_size); without one, tokenizer.ggml.model = "none"
   with llama.vocab_size, which llama.cpp accepts (it adds vocab_size dummy tokens; enough for
@@ -47,10 +52,15 @@ ZINF_DTYPE_TO_GGML = {"f32": 0, "f16": 1, "bf16": 30}
 ZINF_DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2}
 LLAMA_FTYPE = {"f32": 0, "f16": 1, "bf16": 32}  # llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_BF16
 
-LAYER_TENSORS = {  # zinf canonical name -> llama.cpp name suffix
+LAYER_TENSORS = {  # zinf canonical name -> llama.cpp name (".weight" unless it ends in ".bias")
     "attn_norm": "attn_norm", "q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
     "ffn_norm": "ffn_norm", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
+    "q_bias": "attn_q.bias", "k_bias": "attn_k.bias", "v_bias": "attn_v.bias",
+    "router": "ffn_gate_inp", "shared_gate": "ffn_gate_shexp", "shared_up": "ffn_up_shexp",
+    "shared_down": "ffn_down_shexp", "shared_expert_gate": "ffn_gate_inp_shexp",
 }
+EXPERT_TENSORS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}
+ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2_moe": "qwen2moe"}
 
 
 def fail(msg):
@@ -188,19 +198,21 @@ def _to_f32(data, dtype):
 def convert(zinf_dir, out_path):
     with open(os.path.join(zinf_dir, "manifest.json")) as f:
         man = json.load(f)
-    if man.get("format") != "zinf" or man.get("version") not in (1, 2):
-        fail("%s: not a zinf v1/v2 checkpoint" % zinf_dir)
+    if man.get("format") != "zinf" or man.get("version") not in (1, 2, 3):
+        fail("%s: not a zinf v1/v2/v3 checkpoint" % zinf_dir)
     dtype = man["dtype"]
     if dtype not in ZINF_DTYPE_TO_GGML:
         fail("checkpoint dtype %r: only f32, f16 and bf16 can be written as GGUF "
              "(quantise the F32 GGUF with llama-quantize instead)" % dtype)
     cfg = man["config"]
-    if cfg.get("family") != "llama" or cfg.get("model_type") not in ("llama", "mistral"):
-        fail("model_type %r: only llama/mistral map to llama.cpp's llama architecture"
-             % cfg.get("model_type"))
+    if cfg.get("family") != "llama" or cfg.get("model_type") not in ARCH:
+        fail("model_type %r: only %s map to a llama.cpp architecture here"
+             % (cfg.get("model_type"), ", ".join(ARCH)))
+    arch = ARCH[cfg["model_type"]]
     for flag in ("qkv_bias", "o_bias", "mlp_bias", "qk_norm"):
-        if cfg.get(flag):
-            fail("config has %s: not a plain llama model" % flag)
+        if cfg.get(flag) and not (flag == "qkv_bias" and arch == "qwen2moe"):
+            fail("config has %s: not a plain %s model" % (flag, arch))
+    moe = cfg.get("moe") or {}
     rs = cfg.get("rope_scaling") or {"type": "none"}
     if rs.get("type", "none") not in ("none", "linear"):
         fail("rope_scaling type %r is not supported by this script" % rs.get("type"))
@@ -212,7 +224,6 @@ def convert(zinf_dir, out_path):
 
     # ---- metadata
     kv = Kv()
-    arch = "llama"
     kv.add("general.architecture", T_STRING, arch)
     kv.add("general.name", T_STRING, os.path.basename(os.path.normpath(zinf_dir)))
     kv.add("general.file_type", T_UINT32, LLAMA_FTYPE[dtype])
@@ -230,6 +241,12 @@ def convert(zinf_dir, out_path):
     if head_dim * n_head != hidden:
         kv.add(arch + ".attention.key_length", T_UINT32, head_dim)
         kv.add(arch + ".attention.value_length", T_UINT32, head_dim)
+    if moe:
+        kv.add(arch + ".expert_count", T_UINT32, moe["num_experts"])
+        kv.add(arch + ".expert_used_count", T_UINT32, moe["experts_per_token"])
+        if arch == "qwen2moe":
+            kv.add(arch + ".expert_feed_forward_length", T_UINT32, moe["expert_ffn"])
+            kv.add(arch + ".expert_shared_feed_forward_length", T_UINT32, moe["shared_expert_ffn"])
     if rs.get("type") == "linear":
         kv.add(arch + ".rope.scaling.type", T_STRING, "linear")
         kv.add(arch + ".rope.scaling.factor", T_FLOAT32, float(rs["factor"]))
@@ -262,8 +279,10 @@ def convert(zinf_dir, out_path):
     kv.add("tokenizer.ggml.add_bos_token", T_BOOL, bool(tok.get("add_bos", True)))
     kv.add("tokenizer.ggml.add_eos_token", T_BOOL, bool(tok.get("add_eos", False)))
 
-    # ---- tensors: (gguf name, zinf shape, ggml type, source offset in weights.bin, source size, transform)
+    # ---- tensors: (gguf name, shape, ggml type, [(source offset in weights.bin, size)], q/k heads
+    # to permute). A layer's experts are stacked into one tensor, after the layer's own tensors.
     tensors = []
+    stacked = {}  # (layer, canonical name) -> [(offset, size)] in expert order
     for ext in man["extents"]:
         for t in ext["tensors"]:
             name, shape = t["name"], t["shape"]
@@ -271,6 +290,15 @@ def convert(zinf_dir, out_path):
                 fail("tensor %s has dtype %s: only float checkpoints (f32, f16, bf16) can be written; "
                      "make an F32 GGUF and use llama-quantize" % (name, t["dtype"]))
             src = ext["offset"] + t["offset"]
+            if ext["kind"] == "expert":
+                pieces = stacked.setdefault((ext["layer"], name), [])
+                if len(pieces) != ext["expert"]:
+                    fail("expert extents of layer %d out of order" % ext["layer"])
+                pieces.append((src, t["size_bytes"]))
+                if ext["expert"] == moe["num_experts"] - 1:
+                    gname = "blk.%d.%s.weight" % (ext["layer"], EXPERT_TENSORS[name])
+                    tensors.append((gname, [len(pieces)] + shape, ggml_type, pieces, None))
+                continue
             if ext["kind"] == "embedding":
                 if name != "token_embed":
                     fail("unexpected embedding tensor %s" % name)
@@ -282,15 +310,22 @@ def convert(zinf_dir, out_path):
             else:
                 if name not in LAYER_TENSORS:
                     fail("unexpected layer tensor %s in %s" % (name, ext["name"]))
-                gname = "blk.%d.%s.weight" % (ext["layer"], LAYER_TENSORS[name])
-            perm = {"q": n_head, "k": n_head_kv}.get(name) if ext["kind"] == "layer" else None
+                suffix = LAYER_TENSORS[name]
+                gname = "blk.%d.%s" % (ext["layer"], suffix if suffix.endswith(".bias")
+                                       else suffix + ".weight")
+            if name == "shared_expert_gate":
+                shape = [shape[1]]  # llama.cpp's ffn_gate_inp_shexp is a vector {n_embd}
+            perm = None
+            if ext["kind"] == "layer" and arch == "llama":
+                perm = {"q": n_head, "k": n_head_kv}.get(name)
             gtype = 0 if len(shape) == 1 else ggml_type
-            tensors.append((gname, shape, gtype, src, t["size_bytes"], perm))
+            tensors.append((gname, shape, gtype, [(src, t["size_bytes"])], perm))
 
     infos = bytearray()
     offset = 0
     sizes = []
-    for gname, shape, gtype, src, size, perm in tensors:
+    for gname, shape, gtype, pieces, perm in tensors:
+        size = sum(piece[1] for piece in pieces)
         n = 1
         for d in shape:
             n *= d
@@ -312,11 +347,19 @@ def convert(zinf_dir, out_path):
         out.write(head)
         out.write(b"\0" * (_align(len(head)) - len(head)))
         data_start = out.tell()
-        for (gname, shape, gtype, src, size, perm), (doff, nbytes) in zip(tensors, sizes):
+        for (gname, shape, gtype, pieces, perm), (doff, nbytes) in zip(tensors, sizes):
             pos = data_start + doff
             out.write(b"\0" * (pos - out.tell()))
+            src, size = pieces[0]
             wf.seek(src)
-            if perm is not None:
+            if len(pieces) > 1:  # stacked experts: each one's bytes in turn
+                for src, size in pieces:
+                    wf.seek(src)
+                    data = wf.read(size)
+                    if len(data) != size:
+                        fail("weights file ends inside %s" % gname)
+                    out.write(data)
+            elif perm is not None:
                 data = wf.read(size)
                 if len(data) != size:
                     fail("weights file ends inside %s" % gname)

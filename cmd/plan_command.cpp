@@ -8,6 +8,7 @@
 #include "cmd/plan_json.h"
 #include "cmd/prompt_file.h"
 #include "cmd/session_plan.h"
+#include "engine/byte_units.h"
 #include "engine/error.h"
 #include "engine/planner/planner.h"
 #include "model_formats/atomic_output_file.h"
@@ -43,7 +44,6 @@ Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
 
 // A mixture of experts: how many of them a step is expected to use, and where they are.
 void PrintExperts(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
   const ModelConfig& c = checkpoint.config;
   int sparse_layers = 0;
   for (int layer = 0; layer < c.num_layers; ++layer) sparse_layers += c.IsMoeLayer(layer);
@@ -56,13 +56,14 @@ void PrintExperts(const Checkpoint& checkpoint, const PlannerInputs& inputs, con
     if (plan.placement[i] == Tier::kDevice) held_bytes += checkpoint.extents[i].padded_bytes;
   }
   fmt::print("experts    {} per layer in {} of {} layers, {} per token{}{}: a step of {} tokens "
-             "routes to {:.1f} per layer ({:.0f}%, uniform router), {:.2f} of {:.2f} GiB of "
-             "expert weights; {:.2f} GiB held in {}\n",
+             "routes to {:.1f} per layer ({:.0f}%, uniform router): {} of {} of expert weights; "
+             "{} held in {}\n",
              c.moe.num_experts, sparse_layers, c.num_layers, c.moe.experts_per_token,
              c.moe.shared_expert_ffn > 0 ? " + a shared expert" : "",
              c.moe.normalize_top_k ? " (weights renormalised)" : "", tokens,
-             c.moe.num_experts * share, 100 * share, expert_bytes * share / kGiB,
-             expert_bytes / kGiB, held_bytes / kGiB, TierPlace(Tier::kDevice, inputs.backend));
+             c.moe.num_experts * share, 100 * share,
+             FormatBytes(static_cast<uint64_t>(expert_bytes * share)), FormatBytes(expert_bytes),
+             FormatBytes(held_bytes), TierPlace(Tier::kDevice, inputs.backend));
 }
 
 void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {

@@ -268,3 +268,36 @@ TEST_CASE("cuda: streaming weights through the slot ring gives the resident plac
 }
 
 }  // namespace zinf::testing
+
+namespace zinf::testing {
+
+TEST_CASE("cuda: random Qwen2-MoE and Mixtral give the CPU's greedy ids, experts resident or "
+          "copied every step") {
+  RandomModelSpec mixtral;
+  mixtral.model_type = "mixtral";
+  mixtral.num_experts = 4;
+  for (const auto& [spec, name] :
+       {std::pair{Qwen2MoeSpec(), "cuda-qwen2-moe"}, std::pair{mixtral, "cuda-mixtral"}}) {
+    INFO(name);
+    const std::string hf_dir = MakeTempDir(std::string(name) + "-hf");
+    WriteRandomHfCheckpoint(hf_dir, spec);
+    const LoadedModel model = ConvertAndLoad(hf_dir, name);
+    std::vector<Request> requests;
+    for (int i = 0; i < 4; ++i) {
+      requests.push_back(GreedyRequest(std::to_string(i), {1, 403 + i, 407, 261 - i}, 12));
+    }
+    EngineSettings cpu;
+    cpu.batch_size = 4;
+    const std::vector<Completion> expected = Generate(model, requests, cpu);
+    for (int streamed_every : {0, 1, 3}) {
+      INFO("every " << streamed_every << " extent(s) copied per step (0: none)");
+      EngineSettings gpu = cpu;
+      gpu.make_backend = Cuda(cuda::ComputeType::kF32, streamed_every);
+      const std::vector<Completion> actual = Generate(model, requests, gpu);
+      for (size_t i = 0; i < requests.size(); ++i)
+        CHECK(actual[i].token_ids == expected[i].token_ids);
+    }
+  }
+}
+
+}  // namespace zinf::testing

@@ -294,6 +294,26 @@ TEST_CASE("cuda op parity: SiLU gate, ReLU, residual add, row gather, host copie
   CHECK(fixture.Read(fixture.gpu(), y.gpu) == values);
 }
 
+TEST_CASE("cuda op parity: an expert's outputs, weighted, added into its tokens' rows") {
+  ModelConfig config = OpTestConfig(4, 2, 40);
+  config.moe.num_experts = 4;  // a mixture of experts: the backend plans its scatter arrays
+  config.moe.experts_per_token = 2;
+  config.moe.expert_ffn = 40;
+  OpFixture fixture(config, SmallLimits(), {{"unused", DType::kF32, 1, 8}},
+                    cuda::ComputeType::kF32, 19);
+  TensorPair x = fixture.Random(33, 192);
+  const std::vector<int> rows = {0, 4, 9, 31, 32};
+  const std::vector<float> weights = {0.5f, 0.25f, 1.0f, 0.125f, 0.75f};
+  TensorPair gathered = fixture.Poisoned(5, 192);
+  fixture.cpu().GatherRows(x.cpu, rows, gathered.cpu);
+  fixture.gpu().GatherRows(x.gpu, rows, gathered.gpu);
+  CHECK(fixture.RelativeError(gathered) <= 0.0);
+  TensorPair out = fixture.Random(5, 192);
+  fixture.cpu().ScaleAddRows(out.cpu, rows, weights, x.cpu);
+  fixture.gpu().ScaleAddRows(out.gpu, rows, weights, x.gpu);
+  CHECK(fixture.RelativeError(x) <= kF32);
+}
+
 TEST_CASE("cuda backend: a --gpu-mem budget too small for the run is refused with the plan") {
   ModelConfig config = OpTestConfig(4, 2, 40);
   Checkpoint checkpoint;
