@@ -17,6 +17,10 @@ What the conversion does:
   the interleaved-pairs layout llama.cpp's LLM_ARCH_LLAMA RoPE (GGML_ROPE_TYPE_NORM) expects, exactly as
   convert_hf_to_gguf.py's LlamaModel.permute does (for k, with the KV head count);
 - 1-D tensors (norms) are always written F32, as convert_hf_to_gguf.py does;
+- int4 matrices with groups of 32 (zinf convert --dtype int4 --group-size 32) are written as Q4_1,
+  bit for bit the same weights: a zinf group {f16 scale, f16 min} + 32 nibbles (element j low, j + 16
+  high) is exactly a Q4_1 block {d, m, qs[16]} with value = d·q + m; other quantized matrices are
+  refused;
 - mixture-of-experts layers: the router becomes ffn_gate_inp, each layer's experts (one zinf extent
   apiece) are stacked into ffn_{gate,up,down}_exps [E, rows, cols], Qwen2-MoE's shared expert
   becomes ffn_{gate,up,down}_shexp and its sigmoid gate the 1-D ffn_gate_inp_shexp; Qwen2's RoPE is
@@ -195,6 +199,36 @@ def _to_f32(data, dtype):
     return bytes(out)
 
 
+Q4_1 = 3
+
+
+def n_rows(shape):
+    n = 1
+    for d in shape[:-1]:
+        n *= d
+    return n
+
+
+def _q4_bytes(rows, cols):
+    """zinf int4-g32: nibbles [rows][cols / 2], padded to 64 bytes, then {f16 scale, f16 min} per group."""
+    nibbles = rows * cols // 2
+    return (nibbles + 63) // 64 * 64 + rows * (cols // 32) * 4
+
+
+def _q4_to_q4_1(data, rows, cols):
+    """zinf int4-g32 bytes -> Q4_1 blocks {d, m, qs[16]}, with strided slices (C speed)."""
+    blocks = rows * cols // 32
+    nibbles = memoryview(data)[:blocks * 16]
+    params_at = (blocks * 16 + 63) // 64 * 64
+    params = memoryview(data)[params_at:params_at + blocks * 4]
+    out = bytearray(blocks * 20)
+    for k in range(4):  # d (2 bytes) then m (2 bytes), as zinf stores them per group
+        out[k::20] = params[k::4]
+    for k in range(16):
+        out[4 + k::20] = nibbles[k::16]
+    return bytes(out)
+
+
 def convert(zinf_dir, out_path):
     with open(os.path.join(zinf_dir, "manifest.json")) as f:
         man = json.load(f)
@@ -221,12 +255,15 @@ def convert(zinf_dir, out_path):
     hidden, n_layer, vocab = cfg["hidden_size"], cfg["num_layers"], cfg["vocab_size"]
     ggml_type = ZINF_DTYPE_TO_GGML[dtype]
     esize = ZINF_DTYPE_SIZE[dtype]
+    file_type = LLAMA_FTYPE[dtype]
+    if any(t["dtype"] == "int4" for e in man["extents"] for t in e["tensors"]):
+        file_type = 3  # llama_ftype MOSTLY_Q4_1
 
     # ---- metadata
     kv = Kv()
     kv.add("general.architecture", T_STRING, arch)
     kv.add("general.name", T_STRING, os.path.basename(os.path.normpath(zinf_dir)))
-    kv.add("general.file_type", T_UINT32, LLAMA_FTYPE[dtype])
+    kv.add("general.file_type", T_UINT32, file_type)
     kv.add("general.alignment", T_UINT32, ALIGNMENT)
     kv.add(arch + ".vocab_size", T_UINT32, vocab)
     kv.add(arch + ".context_length", T_UINT32, cfg["max_position_embeddings"])
@@ -286,9 +323,13 @@ def convert(zinf_dir, out_path):
     for ext in man["extents"]:
         for t in ext["tensors"]:
             name, shape = t["name"], t["shape"]
-            if t["dtype"] != dtype:
-                fail("tensor %s has dtype %s: only float checkpoints (f32, f16, bf16) can be written; "
-                     "make an F32 GGUF and use llama-quantize" % (name, t["dtype"]))
+            q4 = t["dtype"] == "int4"
+            if t["dtype"] != dtype and not (q4 and t.get("group_size") == 32):
+                fail("tensor %s has dtype %s: only float tensors and int4 with groups of 32 can be "
+                     "written; make an F32 GGUF and use llama-quantize" % (name, t["dtype"]))
+            if q4 and shape[1] % 32:
+                fail("tensor %s: %d columns are not whole Q4_1 blocks" % (name, shape[1]))
+            mtype = Q4_1 if q4 else ggml_type
             src = ext["offset"] + t["offset"]
             if ext["kind"] == "expert":
                 pieces = stacked.setdefault((ext["layer"], name), [])
@@ -297,7 +338,7 @@ def convert(zinf_dir, out_path):
                 pieces.append((src, t["size_bytes"]))
                 if ext["expert"] == moe["num_experts"] - 1:
                     gname = "blk.%d.%s.weight" % (ext["layer"], EXPERT_TENSORS[name])
-                    tensors.append((gname, [len(pieces)] + shape, ggml_type, pieces, None))
+                    tensors.append((gname, [len(pieces)] + shape, mtype, pieces, None))
                 continue
             if ext["kind"] == "embedding":
                 if name != "token_embed":
@@ -318,7 +359,7 @@ def convert(zinf_dir, out_path):
             perm = None
             if ext["kind"] == "layer" and arch == "llama":
                 perm = {"q": n_head, "k": n_head_kv}.get(name)
-            gtype = 0 if len(shape) == 1 else ggml_type
+            gtype = 0 if len(shape) == 1 else mtype
             tensors.append((gname, shape, gtype, [(src, t["size_bytes"])], perm))
 
     infos = bytearray()
@@ -329,9 +370,12 @@ def convert(zinf_dir, out_path):
         n = 1
         for d in shape:
             n *= d
-        nbytes = n * (4 if gtype == 0 else esize)
-        if size != n * esize:
-            fail("tensor %s: size_bytes %d does not match its shape" % (gname, size))
+        if gtype == Q4_1:
+            nbytes = n // 32 * 20  # each piece's size is checked as it is transcoded
+        else:
+            nbytes = n * (4 if gtype == 0 else esize)
+            if size != n * esize:
+                fail("tensor %s: size_bytes %d does not match its shape" % (gname, size))
         dims = list(reversed(shape))  # ggml ne[]: fastest-varying first
         infos += _str(gname) + struct.pack("<I", len(dims))
         infos += struct.pack("<%dQ" % len(dims), *dims)
@@ -352,7 +396,21 @@ def convert(zinf_dir, out_path):
             out.write(b"\0" * (pos - out.tell()))
             src, size = pieces[0]
             wf.seek(src)
-            if len(pieces) > 1:  # stacked experts: each one's bytes in turn
+            if gtype == Q4_1:  # each piece (an expert, or the whole tensor) transcoded in turn
+                rows = n_rows(shape) // len(pieces)
+                for src, size in pieces:
+                    if size != _q4_bytes(rows, shape[-1]):
+                        fail("tensor %s: %d bytes are not int4-g32 of %d x %d"
+                             % (gname, size, rows, shape[-1]))
+                    wf.seek(src)
+                    data = wf.read(size)
+                    if len(data) != size:
+                        fail("weights file ends inside %s" % gname)
+                    blocks = _q4_to_q4_1(data, rows, shape[-1])
+                    if perm is not None:  # rows are whole blocks: permute them after transcoding
+                        blocks = _permute_rows(blocks, rows, len(blocks) // rows, perm)
+                    out.write(blocks)
+            elif len(pieces) > 1:  # stacked experts: each one's bytes in turn
                 for src, size in pieces:
                     wf.seek(src)
                     data = wf.read(size)

@@ -110,13 +110,13 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   fmt::print("\n");
   const Bandwidths& bw = inputs.bandwidths;
   if (cuda) {
-    fmt::print(
-        "rates      disk {:.1f} GB/s, PCIe {:.1f} GB/s, device memory {:.0f} GB/s, device "
-        "{:.0f} TFLOP/s ({})\n",
-        bw.disk_read_gbps, bw.h2d_gbps, bw.device_gbps, bw.device_tflops,
-        bw.gpu_measured ? "zinf calibrate's, or --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops"
-                    : "assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops, or run "
-                      "zinf calibrate");
+    fmt::print("rates      disk {:.1f} GB/s, PCIe {:.1f} GB/s, device memory {:.0f} GB/s, device "
+               "{:.0f} TFLOP/s ({})\n",
+               bw.disk_read_gbps, bw.h2d_gbps, bw.device_gbps, bw.device_tflops,
+               bw.gpu_measured
+                   ? "zinf calibrate's, or --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops"
+                   : "assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops, or run "
+                     "zinf calibrate");
     fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s",
                plan.io_seconds_per_step, plan.h2d_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step);

@@ -81,7 +81,7 @@ std::string RunMetrics::SummaryLine() const {
 std::string RunMetrics::ExpertsSummary() const {
   if (experts.steps == 0) return "";
   const double steps = static_cast<double>(experts.steps);
-  std::string text = fmt::format(" | experts: {:.1f}% of them used per step", 
+  std::string text = fmt::format(" | experts: {:.1f}% of them used per step",
                                  Rate(100.0 * experts.experts_used, experts.experts_total));
   if (experts.bytes_dense == 0) return text + ", all held where they are computed";
   return text + fmt::format(", {} of expert weights moved per step against {} for all of them "
@@ -93,26 +93,26 @@ std::string RunMetrics::ExpertsSummary() const {
 
 nlohmann::json RunMetrics::Json() const {
   nlohmann::json json = {{"seconds", seconds},
-          {"requests", {{"completed", completed}, {"failed", failed}}},
-          {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
-          {"steps", {{"count", steps}, {"seconds", step_seconds}}},
-          {"tokens_per_s",
-           {{"prefill", prefill_tokens_per_s},
-            {"decode", decode_tokens_per_s},
-            {"generation", generation_tokens_per_s}}},
-          {"tiers",
-           {{"dram", {{"resident_bytes", dram_resident_bytes}}},
-            {"nvme",
-             {{"streamed_bytes", nvme_streamed_bytes},
-              {"gbps", nvme_gbps},
-              {"read_seconds", nvme_read_seconds},
-              {"read_gbps", nvme_read_gbps}}}}},
-          {"weight_wait_seconds", weight_wait_seconds},
-          {"overlap_ratio", overlap_ratio},
-          {"bound",
-           {{"kind", bound},
-            {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
-            {"percent_reached", percent_of_bound}}}};
+                         {"requests", {{"completed", completed}, {"failed", failed}}},
+                         {"tokens", {{"prompt", prompt_tokens}, {"generated", generated_tokens}}},
+                         {"steps", {{"count", steps}, {"seconds", step_seconds}}},
+                         {"tokens_per_s",
+                          {{"prefill", prefill_tokens_per_s},
+                           {"decode", decode_tokens_per_s},
+                           {"generation", generation_tokens_per_s}}},
+                         {"tiers",
+                          {{"dram", {{"resident_bytes", dram_resident_bytes}}},
+                           {"nvme",
+                            {{"streamed_bytes", nvme_streamed_bytes},
+                             {"gbps", nvme_gbps},
+                             {"read_seconds", nvme_read_seconds},
+                             {"read_gbps", nvme_read_gbps}}}}},
+                         {"weight_wait_seconds", weight_wait_seconds},
+                         {"overlap_ratio", overlap_ratio},
+                         {"bound",
+                          {{"kind", bound},
+                           {"predicted_decode_tokens_per_s", predicted_decode_tokens_per_s},
+                           {"percent_reached", percent_of_bound}}}};
   if (experts.steps > 0) {
     json["experts"] = {{"steps", experts.steps},
                        {"used", experts.experts_used},

@@ -245,8 +245,8 @@ void CpuBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   }
 }
 
-void CpuBackend::ScaleAddRows(Tensor src, std::span<const int> rows,
-                              std::span<const float> scales, Tensor x) {
+void CpuBackend::ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
+                              Tensor x) {
   ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
                  src.cols == x.cols,
              "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),

@@ -147,8 +147,9 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
   row_positions_ = MakeInts(rows, "row positions");
   // Gathers pick the head's logit rows, and (MoE) an expert's tokens a micro-batch at a time.
   const size_t micro = static_cast<size_t>(limits.micro_rows());
-  gather_rows_ = MakeInts(std::max<size_t>(limits.logit_rows(), checkpoint.config.is_moe() ? micro : 0),
-                          "gathered rows");
+  gather_rows_ =
+      MakeInts(std::max<size_t>(limits.logit_rows(), checkpoint.config.is_moe() ? micro : 0),
+               "gathered rows");
   if (checkpoint.config.is_moe()) {
     scatter_rows_ = MakeInts(micro, "scattered rows");
     scatter_scales_ = MakeInts(micro, "routing weights");
@@ -332,7 +333,8 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
 void CudaBackend::MatMulInt8AsCpu(Tensor x, const Weight& w, Tensor out) {
   constexpr int64_t kQ8Block = 32;
   const int64_t blocks = (x.cols + kQ8Block - 1) / kQ8Block;
-  const uint64_t value_bytes = (static_cast<uint64_t>(x.rows * blocks * kQ8Block) + 255) / 256 * 256;
+  const uint64_t value_bytes =
+      (static_cast<uint64_t>(x.rows * blocks * kQ8Block) + 255) / 256 * 256;
   const uint64_t scale_bytes = static_cast<uint64_t>(x.rows * blocks) * sizeof(float);
   ZINF_CHECK(value_bytes + scale_bytes <= plan_.gemm_input_bytes,
              "quantized [{},{}] activations exceed the {} bytes planned", x.rows, x.cols,

@@ -24,8 +24,8 @@ void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
             "gathering rows");
 }
 
-void CudaBackend::ScaleAddRows(Tensor src, std::span<const int> rows,
-                               std::span<const float> scales, Tensor x) {
+void CudaBackend::ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
+                               Tensor x) {
   ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
                  src.cols == x.cols,
              "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),

@@ -13,8 +13,7 @@ void StepRouting::Route(std::span<const float> logits, int num_tokens, const Moe
   const int num_experts = moe.num_experts;
   const int k = moe.experts_per_token;
   ZINF_CHECK(logits.size() >= static_cast<size_t>(num_tokens) * num_experts,
-             "{} router logits for {} tokens x {} experts", logits.size(), num_tokens,
-             num_experts);
+             "{} router logits for {} tokens x {} experts", logits.size(), num_tokens, num_experts);
   experts_.resize(num_experts);
   for (ExpertTokens& expert : experts_) {
     expert.rows.clear();

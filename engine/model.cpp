@@ -58,7 +58,8 @@ Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weigh
   }
   if (c.has_embed_projection()) act_.embedded = allocate();
   if (c.is_moe()) {
-    for (Tensor* tensor : {&act_.moe_input, &act_.router_logits, &act_.expert_in, &act_.shared_gate})
+    for (Tensor* tensor :
+         {&act_.moe_input, &act_.router_logits, &act_.expert_in, &act_.shared_gate})
       *tensor = allocate();
   }
   ZINF_CHECK(next == shapes.end(), "{} activations planned, {} allocated", shapes.size(),

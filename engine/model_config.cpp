@@ -27,7 +27,8 @@ namespace {
 
 void ValidateMoe(const ModelConfig& config) {
   const MoeConfig& moe = config.moe;
-  if (moe.num_experts < 0) Fail("model config: num_experts must be 0 or more, got {}", moe.num_experts);
+  if (moe.num_experts < 0)
+    Fail("model config: num_experts must be 0 or more, got {}", moe.num_experts);
   if (!config.is_moe()) return;
   if (config.family != Family::kLlama) Fail("model config: experts need a Llama-family model");
   if (moe.experts_per_token <= 0 || moe.experts_per_token > moe.num_experts) {

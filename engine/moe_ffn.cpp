@@ -24,7 +24,7 @@ void Model::MapExperts(const Placement& placement) {
     // On the CPU the device is DRAM, so only file-streamed bytes move; a GPU copies anything it
     // does not hold.
     moves_when_used_[e] = placement.backend == BackendKind::kCpu ? placement[e] == Tier::kNvme
-                                                                  : !placement.HeldByBackend(e);
+                                                                 : !placement.HeldByBackend(e);
     if (extent.kind != ExtentKind::kExpert) continue;
     ZINF_CHECK(extent.layer >= 0 && extent.layer < c.num_layers && c.IsMoeLayer(extent.layer),
                "extent {} is an expert of no sparse layer", extent.name);
@@ -95,7 +95,8 @@ void Model::RunExperts(int layer, int num_tokens) {
   // buffer for the next one while the expert after it computes.
   size_t fetched = 0;
   auto prefetch_rest = [&] {
-    for (size_t i = fetched; i < experts_to_fetch_.size(); ++i) weights_.Prefetch(experts_to_fetch_[i]);
+    for (size_t i = fetched; i < experts_to_fetch_.size(); ++i)
+      weights_.Prefetch(experts_to_fetch_[i]);
   };
   prefetch_rest();
   for (int expert = 0; expert < moe.num_experts; ++expert) {

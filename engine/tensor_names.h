@@ -34,9 +34,9 @@ inline constexpr const char* kDownBias = "down_bias";
 // Extents "layer.N" of a mixture-of-experts layer hold, instead of gate/up/down:
 inline constexpr const char* kRouter = "router";  // [num_experts, hidden]
 // Qwen2-MoE: a shared expert every token uses, scaled by sigmoid(shared_expert_gate · x).
-inline constexpr const char* kSharedGate = "shared_gate";  // [shared_ffn, hidden]
-inline constexpr const char* kSharedUp = "shared_up";      // [shared_ffn, hidden]
-inline constexpr const char* kSharedDown = "shared_down";  // [hidden, shared_ffn]
+inline constexpr const char* kSharedGate = "shared_gate";               // [shared_ffn, hidden]
+inline constexpr const char* kSharedUp = "shared_up";                   // [shared_ffn, hidden]
+inline constexpr const char* kSharedDown = "shared_down";               // [hidden, shared_ffn]
 inline constexpr const char* kSharedExpertGate = "shared_expert_gate";  // [1, hidden]
 // Extents "layer.N.expert.E": one expert's kGate, kUp ([expert_ffn, hidden]) and kDown.
 

@@ -107,11 +107,12 @@ ExpectedExtent LayerExtent(const ModelConfig& config, int layer) {
 ExpectedExtent ExpertExtent(const ModelConfig& config, int layer, int expert) {
   const int64_t hidden = config.hidden_size;
   const int64_t ffn = config.moe.expert_ffn;
-  return {ExtentName(ExtentKind::kExpert, layer, expert),
-          ExtentKind::kExpert,
-          layer,
-          expert,
-          {{names::kGate, {ffn, hidden}}, {names::kUp, {ffn, hidden}}, {names::kDown, {hidden, ffn}}}};
+  return {
+      ExtentName(ExtentKind::kExpert, layer, expert),
+      ExtentKind::kExpert,
+      layer,
+      expert,
+      {{names::kGate, {ffn, hidden}}, {names::kUp, {ffn, hidden}}, {names::kDown, {hidden, ffn}}}};
 }
 
 ExpectedExtent HeadExtent(const ModelConfig& config) {

@@ -118,9 +118,10 @@ void ValidateExtents(const std::vector<ExtentInfo>& extents, const ModelConfig& 
                      const std::string& where) {
   std::vector<ExpectedExtent> expected = ExpectedExtents(config);
   if (extents.size() != expected.size()) {
-    Fail("{}: 'extents' has {} entries, but a model with {} layers needs {} (embed, layers{}, head)",
-         where, extents.size(), config.num_layers, expected.size(),
-         config.is_moe() ? ", experts" : "");
+    Fail(
+        "{}: 'extents' has {} entries, but a model with {} layers needs {} (embed, layers{}, head)",
+        where, extents.size(), config.num_layers, expected.size(),
+        config.is_moe() ? ", experts" : "");
   }
   uint64_t end_of_previous = 0;
   for (size_t idx = 0; idx < extents.size(); ++idx) {

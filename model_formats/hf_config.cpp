@@ -80,7 +80,8 @@ class Fields {
     std::vector<int> list;
     for (const json& item : value) {
       if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() > INT32_MAX) {
-        FailField(field, fmt::format("must be a list of non-negative integers, got {}", value.dump()));
+        FailField(field,
+                  fmt::format("must be a list of non-negative integers, got {}", value.dump()));
       }
       list.push_back(item.get<int>());
     }

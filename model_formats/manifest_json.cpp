@@ -339,9 +339,8 @@ std::string ManifestJsonText(const Checkpoint& checkpoint, const ManifestSource&
   for (const ExtentInfo& extent : checkpoint.extents)
     for (const TensorInfo& tensor : extent.tensors) quantized |= IsQuantized(tensor.dtype);
   const int version = checkpoint.config.is_moe() ? 3 : quantized ? 2 : 1;
-  ordered_json manifest = {{"format", kFormatName},
-                           {"version", version},
-                           {"created_by", kCreatedBy}};
+  ordered_json manifest = {
+      {"format", kFormatName}, {"version", version}, {"created_by", kCreatedBy}};
   ordered_json source_json = ordered_json::object();
   if (!source.directory.empty()) source_json["directory"] = source.directory;
   source_json["model_type"] = source.model_type;

@@ -13,11 +13,11 @@ namespace tn = tensor_names;
 
 namespace {
 
-const std::vector<std::string> kMatrixNames = {tn::kQ,         tn::kK,          tn::kV,
-                                               tn::kO,         tn::kGate,       tn::kUp,
-                                               tn::kDown,      tn::kTokenEmbed, tn::kPositionEmbed,
-                                               tn::kProjectIn, tn::kProjectOut, tn::kLmHead,
-                                               tn::kSharedGate, tn::kSharedUp, tn::kSharedDown};
+const std::vector<std::string> kMatrixNames = {tn::kQ,          tn::kK,          tn::kV,
+                                               tn::kO,          tn::kGate,       tn::kUp,
+                                               tn::kDown,       tn::kTokenEmbed, tn::kPositionEmbed,
+                                               tn::kProjectIn,  tn::kProjectOut, tn::kLmHead,
+                                               tn::kSharedGate, tn::kSharedUp,   tn::kSharedDown};
 
 // Routing picks experts by comparing logits, so a rounding error can swap an expert for another
 // instead of nudging a value: routers stay in floating point (llama.cpp's quantizer does the same).

@@ -180,9 +180,9 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
     const int slots = depth + 1;
     for (uint64_t device_cap : caps) {
       std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
-      const std::optional<uint64_t> resident = planner_detail::KeepGreedily(
-          extents, order, device_cap, planner_detail::RingOf(slots),
-          device_room, Tier::kDevice, Tier::kDram, on_device);
+      const std::optional<uint64_t> resident =
+          planner_detail::KeepGreedily(extents, order, device_cap, planner_detail::RingOf(slots),
+                                       device_room, Tier::kDevice, Tier::kDram, on_device);
       if (!resident) continue;
       for (uint64_t host_cap : caps) {
         std::vector<Tier> placement = on_device;

@@ -28,18 +28,17 @@ std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
   const int64_t micro = limits.micro_rows();        // everything else: one micro-batch
   const int64_t sequences = limits.logit_rows();
   std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {rows, c.hidden_size},        {micro, c.hidden_size},       {micro, c.q_dim()},
-      {micro, c.kv_dim()},          {micro, c.kv_dim()},          {micro, c.q_dim()},
-      {micro, c.max_ffn()},         {micro, c.max_ffn()},         {sequences, c.hidden_size},
-      {sequences, c.hidden_size},   {sequences, c.embed_dim()},   {sequences, c.vocab_size}};
+      {rows, c.hidden_size},      {micro, c.hidden_size},     {micro, c.q_dim()},
+      {micro, c.kv_dim()},        {micro, c.kv_dim()},        {micro, c.q_dim()},
+      {micro, c.max_ffn()},       {micro, c.max_ffn()},       {sequences, c.hidden_size},
+      {sequences, c.hidden_size}, {sequences, c.embed_dim()}, {sequences, c.vocab_size}};
   if (c.has_embed_projection()) shapes.emplace_back(micro, c.embed_dim());
   if (c.is_moe()) {
     // The experts' input and the router's logits for the whole step (experts run after every
     // micro-batch has been routed), one expert's gathered rows, the shared expert's gate.
-    shapes.insert(shapes.end(), {{rows, c.hidden_size},
-                                 {rows, c.moe.num_experts},
-                                 {micro, c.hidden_size},
-                                 {micro, 1}});
+    shapes.insert(
+        shapes.end(),
+        {{rows, c.hidden_size}, {rows, c.moe.num_experts}, {micro, c.hidden_size}, {micro, 1}});
   }
   return shapes;
 }

@@ -29,8 +29,7 @@ std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& 
                                                  const std::vector<size_t>& order, uint64_t cap,
                                                  int buffers, uint64_t room) {
   std::vector<Tier> placement(extents.size(), Tier::kNvme);
-  if (!planner_detail::KeepGreedily(extents, order, cap,
-                                    planner_detail::RingOf(buffers), room,
+  if (!planner_detail::KeepGreedily(extents, order, cap, planner_detail::RingOf(buffers), room,
                                     Tier::kDevice, Tier::kNvme, placement)) {
     return std::nullopt;
   }
@@ -59,8 +58,8 @@ void SetStaging(const PlannerInputs& inputs, int depth, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   bool experts_streamed = false;
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    experts_streamed |= checkpoint.extents[i].kind == ExtentKind::kExpert &&
-                        plan.placement[i] == Tier::kNvme;
+    experts_streamed |=
+        checkpoint.extents[i].kind == ExtentKind::kExpert && plan.placement[i] == Tier::kNvme;
   }
   plan.placement.prefetch_depth = depth;
   plan.placement.expert_buffers =
@@ -166,8 +165,8 @@ Plan MakePlan(const PlannerInputs& inputs) {
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t room = budget - std::min(budget, fixed);  // for resident extents and staging
   // Experts' buffers are counted whether or not any expert ends up streamed (conservative).
-  const int expert_buffers = planner_detail::ExpertStagingBuffers(checkpoint.config,
-                                                                  inputs.workload.batch_size);
+  const int expert_buffers =
+      planner_detail::ExpertStagingBuffers(checkpoint.config, inputs.workload.batch_size);
   std::optional<Plan> best;
   for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {
     for (uint64_t cap : caps) {

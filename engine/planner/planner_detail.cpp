@@ -88,8 +88,8 @@ namespace zinf {
 
 double RoutedShare(const ModelConfig& config, int tokens) {
   if (!config.is_moe()) return 1.0;
-  const double unused_by_one = 1.0 - static_cast<double>(config.moe.experts_per_token) /
-                                         config.moe.num_experts;
+  const double unused_by_one =
+      1.0 - static_cast<double>(config.moe.experts_per_token) / config.moe.num_experts;
   return 1.0 - std::pow(unused_by_one, std::max(tokens, 1));
 }
 

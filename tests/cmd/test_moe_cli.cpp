@@ -26,13 +26,11 @@ TEST_CASE("a streamed MoE run reports the expert bytes it moved against moving t
       RunZinf({"convert", "--synthetic", dir + "/config.json", dir + "/zinf", "-q"});
   INFO(converted.err);
   REQUIRE(converted.exit_code == 0);
-  WriteFile(dir + "/p.jsonl",
-            R"({"id": 0, "prompt_ids": [1, 403, 407], "max_new_tokens": 6})"
-            "\n");
+  WriteFile(dir + "/p.jsonl", R"({"id": 0, "prompt_ids": [1, 403, 407], "max_new_tokens": 6})"
+                              "\n");
   const CliResult run = RunZinf({"generate", "--model", dir + "/zinf", "--prompts",
-                                 dir + "/p.jsonl", "--out", dir + "/o.jsonl", "--weights",
-                                 "stream", "--batch-size", "1", "--metrics-json",
-                                 dir + "/m.json"});
+                                 dir + "/p.jsonl", "--out", dir + "/o.jsonl", "--weights", "stream",
+                                 "--batch-size", "1", "--metrics-json", dir + "/m.json"});
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK_THAT(run.err, Catch::Matchers::Contains("experts:") &&
@@ -53,8 +51,8 @@ TEST_CASE("zinf plan works for every shipped MoE config, CPU and CUDA") {
                                    "512G", "--batch-size", "4", "--max-context", "1024"});
     INFO(cpu.err);
     CHECK(cpu.exit_code == 0);
-    CHECK_THAT(cpu.out, Catch::Matchers::Contains("experts ") &&
-                            Catch::Matchers::Contains("per token"));
+    CHECK_THAT(cpu.out,
+               Catch::Matchers::Contains("experts ") && Catch::Matchers::Contains("per token"));
     const CliResult cuda =
         RunZinf({"plan", "--config", config, "--dtype", "int4", "--device", "cuda", "--gpu-mem",
                  "24G", "--cpu-mem", "512G", "--batch-size", "16", "--max-context", "1024"});

@@ -299,8 +299,8 @@ TEST_CASE("cuda op parity: an expert's outputs, weighted, added into its tokens'
   config.moe.num_experts = 4;  // a mixture of experts: the backend plans its scatter arrays
   config.moe.experts_per_token = 2;
   config.moe.expert_ffn = 40;
-  OpFixture fixture(config, SmallLimits(), {{"unused", DType::kF32, 1, 8}},
-                    cuda::ComputeType::kF32, 19);
+  OpFixture fixture(config, SmallLimits(), {{"unused", DType::kF32, 1, 8}}, cuda::ComputeType::kF32,
+                    19);
   TensorPair x = fixture.Random(33, 192);
   const std::vector<int> rows = {0, 4, 9, 31, 32};
   const std::vector<float> weights = {0.5f, 0.25f, 1.0f, 0.125f, 0.75f};

@@ -50,9 +50,7 @@ constexpr const char* kConfig = R"({
 
 Checkpoint SyntheticMoe() {
   const std::string dir = MakeTempDir("moe-streaming");
-  {
-    std::ofstream(dir + "/config.json") << kConfig;
-  }
+  { std::ofstream(dir + "/config.json") << kConfig; }
   formats::SyntheticOptions options;
   options.dtype = DType::kF32;
   options.float_dtype = DType::kF32;
@@ -121,8 +119,8 @@ TEST_CASE("a streamed MoE step reads the dense parts and only the routed experts
         ++dense_acquired;
       }
     }
-    CHECK(dense_acquired == static_cast<int>(checkpoint.extents.size()) -
-                                sparse_layers * c.moe.num_experts);
+    CHECK(dense_acquired ==
+          static_cast<int>(checkpoint.extents.size()) - sparse_layers * c.moe.num_experts);
     CHECK(static_cast<int>(experts_by_layer.size()) == sparse_layers);
     for (const auto& [layer, experts] : experts_by_layer) {
       CHECK(c.IsMoeLayer(layer));

@@ -115,8 +115,8 @@ TEST_CASE("MoE bad input: each a clear error naming the file and the tensor or f
     const std::string hf = WriteQwen2Moe("moe-bad-k");
     EditConfig(hf, "num_experts_per_tok", 9);
     const std::string message = ConvertError(hf);
-    CHECK_THAT(message, Contains("config.json") && Contains("num_experts_per_tok (9)") &&
-                            Contains("8"));
+    CHECK_THAT(message,
+               Contains("config.json") && Contains("num_experts_per_tok (9)") && Contains("8"));
   }
   SECTION("an expert tensor missing") {
     const std::string hf = WriteQwen2Moe("moe-missing");
@@ -127,8 +127,8 @@ TEST_CASE("MoE bad input: each a clear error naming the file and the tensor or f
   SECTION("an expert beyond the config's count") {
     const std::string hf = WriteQwen2Moe("moe-extra");
     EditConfig(hf, "num_experts", 7);
-    CHECK_THAT(ConvertError(hf), Contains("model.safetensors") &&
-                                     Contains("experts.7.") && Contains("7 experts"));
+    CHECK_THAT(ConvertError(hf),
+               Contains("model.safetensors") && Contains("experts.7.") && Contains("7 experts"));
   }
   SECTION("misshaped expert") {
     const std::string hf = WriteQwen2Moe("moe-shape");
@@ -144,8 +144,8 @@ TEST_CASE("MoE bad input: each a clear error naming the file and the tensor or f
   SECTION("an unknown expert layout") {
     const std::string hf = WriteQwen2Moe("moe-unknown");
     EditConfig(hf, "model_type", "deepseek_v3");
-    CHECK_THAT(ConvertError(hf), Contains("config.json") && Contains("deepseek_v3") &&
-                                     Contains("qwen2_moe"));
+    CHECK_THAT(ConvertError(hf),
+               Contains("config.json") && Contains("deepseek_v3") && Contains("qwen2_moe"));
   }
 }
 

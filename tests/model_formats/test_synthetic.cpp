@@ -1,9 +1,9 @@
 // Synthetic checkpoints and the shipped configs/: shapes, determinism, and a loadable result.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -43,14 +43,27 @@ double BillionsOfParameters(const ModelConfig& config) {
 TEST_CASE("every shipped config parses and has its model's published size") {
   // Published parameter counts, in billions; a shape typo moves these by far more than 3%.
   const std::map<std::string, double> published = {
-      {"llama-2-7b", 6.74},   {"llama-2-13b", 13.02},   {"llama-2-70b", 68.98},
-      {"llama-3.1-8b", 8.03}, {"llama-3.1-70b", 70.55}, {"llama-3.1-405b", 405.85},
-      {"opt-1.3b", 1.32},     {"opt-6.7b", 6.86},       {"opt-30b", 30.0},
-      {"opt-66b", 66.0},      {"opt-175b", 175.0},      {"qwen2.5-7b", 7.62},
-      {"qwen2.5-72b", 72.71}, {"mistral-7b", 7.24},
+      {"llama-2-7b", 6.74},
+      {"llama-2-13b", 13.02},
+      {"llama-2-70b", 68.98},
+      {"llama-3.1-8b", 8.03},
+      {"llama-3.1-70b", 70.55},
+      {"llama-3.1-405b", 405.85},
+      {"opt-1.3b", 1.32},
+      {"opt-6.7b", 6.86},
+      {"opt-30b", 30.0},
+      {"opt-66b", 66.0},
+      {"opt-175b", 175.0},
+      {"qwen2.5-7b", 7.62},
+      {"qwen2.5-72b", 72.71},
+      {"mistral-7b", 7.24},
       // Mixtures of experts: all experts counted (the active share is far smaller).
-      {"mixtral-8x7b", 46.70}, {"mixtral-8x22b", 140.62}, {"qwen1.5-moe-a2.7b", 14.32},
-      {"qwen2-57b-a14b", 57.41}, {"qwen3-30b-a3b", 30.53}, {"qwen3-235b-a22b", 235.09}};
+      {"mixtral-8x7b", 46.70},
+      {"mixtral-8x22b", 140.62},
+      {"qwen1.5-moe-a2.7b", 14.32},
+      {"qwen2-57b-a14b", 57.41},
+      {"qwen3-30b-a3b", 30.53},
+      {"qwen3-235b-a22b", 235.09}};
   const std::string dir = std::string(ZINF_SOURCE_DIR) + "/configs";
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

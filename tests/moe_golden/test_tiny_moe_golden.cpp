@@ -87,7 +87,8 @@ void CheckAgainstReference(const std::string& name) {
       REQUIRE(completion.logprobs.size() == logprobs.size());
       double max_error = 0;
       for (size_t t = 0; t < logprobs.size(); ++t) {
-        max_error = std::max(max_error, std::abs(completion.logprobs[t].chosen.logprob - logprobs[t]));
+        max_error =
+            std::max(max_error, std::abs(completion.logprobs[t].chosen.logprob - logprobs[t]));
       }
       CHECK(max_error < 1e-4);
     }

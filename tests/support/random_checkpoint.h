@@ -14,7 +14,7 @@ namespace zinf::testing {
 struct RandomModelSpec {
   // llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe or opt
   std::string model_type = "llama";
-  int vocab_size = 512;              // 512 matches the bundled stories260K tokenizer
+  int vocab_size = 512;  // 512 matches the bundled stories260K tokenizer
   int hidden_size = 64;
   int intermediate_size = 96;  // OPT: ffn_dim
   int num_layers = 2;

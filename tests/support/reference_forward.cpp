@@ -130,7 +130,8 @@ Vec MoeBlock(const Weights& w, const nlohmann::json& cfg, const std::string& blo
   const double max_logit = *std::max_element(logits.begin(), logits.end());
   Vec probabilities(logits.size());
   double sum = 0;
-  for (size_t e = 0; e < logits.size(); ++e) sum += (probabilities[e] = std::exp(logits[e] - max_logit));
+  for (size_t e = 0; e < logits.size(); ++e)
+    sum += (probabilities[e] = std::exp(logits[e] - max_logit));
   for (double& p : probabilities) p /= sum;
   std::vector<int> order(logits.size());
   for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int>(e);
@@ -142,8 +143,8 @@ Vec MoeBlock(const Weights& w, const nlohmann::json& cfg, const std::string& blo
   Vec out(h.size(), 0.0);
   for (int i = 0; i < k; ++i) {
     const std::string expert = block + "experts." + std::to_string(order[i]) + ".";
-    const Vec y = mixtral ? SwiGlu(h, w.Matrix(expert + "w1.weight"), w.Matrix(expert + "w3.weight"),
-                                   w.Matrix(expert + "w2.weight"))
+    const Vec y = mixtral ? SwiGlu(h, w.Matrix(expert + "w1.weight"),
+                                   w.Matrix(expert + "w3.weight"), w.Matrix(expert + "w2.weight"))
                           : SwiGlu(h, w.Matrix(expert + "gate_proj.weight"),
                                    w.Matrix(expert + "up_proj.weight"),
                                    w.Matrix(expert + "down_proj.weight"));
@@ -152,8 +153,9 @@ Vec MoeBlock(const Weights& w, const nlohmann::json& cfg, const std::string& blo
   }
   if (w.Has(block + "shared_expert_gate.weight")) {
     const std::string shared = block + "shared_expert.";
-    const Vec y = SwiGlu(h, w.Matrix(shared + "gate_proj.weight"), w.Matrix(shared + "up_proj.weight"),
-                         w.Matrix(shared + "down_proj.weight"));
+    const Vec y =
+        SwiGlu(h, w.Matrix(shared + "gate_proj.weight"), w.Matrix(shared + "up_proj.weight"),
+               w.Matrix(shared + "down_proj.weight"));
     const double gate = Linear(h, w.Matrix(block + "shared_expert_gate.weight"), nullptr)[0];
     const double scale = 1.0 / (1.0 + std::exp(-gate));
     for (size_t d = 0; d < out.size(); ++d) out[d] += scale * y[d];
