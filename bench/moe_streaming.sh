@@ -98,8 +98,7 @@ if [ -n "$llamacpp_bin" ] && [ -x "$llamacpp_bin/llama-bench" ]; then
       llama_rows+=("$(jq -r '.[0].avg_ts' "$work/llama-1.json")")
     else
       "$llamacpp_bin/llama-batched-bench" -m "$gguf" -t "$threads" -c $((batch * (steps + 2))) \
-        -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" > "$work/llama-$batch.txt" \
-        2> "$work/llama-$batch.log"
+        -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" > "$work/llama-$batch.txt" 2>&1
       llama_rows+=("$(awk -F'|' '$4 ~ /^ *'"$batch"' *$/ {gsub(/ /, "", $9); print $9}' \
         "$work/llama-$batch.txt")")
     fi

@@ -16,6 +16,7 @@
 #
 # Usage: bench/moe_vs_llamacpp.sh LLAMACPP_BIN [--config FILE] [--threads N] [--repeat N]
 #   [--work DIR (default $ZINF_BUILD_DIR/moe-bench)] [--out FILE.md]
+# Environment: LLAMACPP_COMMIT names the peer's commit when its binaries do not know it.
 # Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,7 +87,7 @@ l_batched=()
 for npl in 16 64; do
   note "llama-batched-bench: $npl sequences, 16-token prompts, 32 new tokens each"
   "$llamacpp_bin/llama-batched-bench" -m "$q8" -t "$threads" -c $((npl * 48 + 64)) -b 2048 \
-    -ub 512 -npp 16 -ntg 32 -npl "$npl" > "$work/batched-$npl.txt" 2>> "$log"
+    -ub 512 -npp 16 -ntg 32 -npl "$npl" > "$work/batched-$npl.txt" 2>&1  # the table is on stderr
   cat "$work/batched-$npl.txt" >> "$log"
   # The table's S_TG t/s column: generated tokens of all sequences per second of decode.
   l_batched+=("$(awk -F'|' '$2 ~ /^ *16 *$/ && $4 ~ /^ *'"$npl"' *$/ {gsub(/ /, "", $9); print $9}' \
@@ -126,7 +127,7 @@ PY
 {
   echo "# $name int8 in DRAM: zinf vs llama.cpp"
   echo
-  echo "$(date -u +%F), zinf $commit, llama.cpp $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0].get("build_commit","?"))' "$work/llama-bench.json"),"
+  echo "$(date -u +%F), zinf $commit, llama.cpp ${LLAMACPP_COMMIT:-$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0].get("build_commit","?"))' "$work/llama-bench.json")},"
   echo "$cpu, $threads threads, $repeat repetitions; load average before the runs: $load_before."
   echo
   echo "$report"
