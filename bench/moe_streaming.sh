@@ -9,6 +9,7 @@
 #
 # Usage: bench/moe_streaming.sh [LLAMACPP_BIN] [--config FILE] [--batches 1,16,64] [--steps N]
 #   [--threads N] [--work DIR (default $ZINF_BUILD_DIR/moe-streaming)] [--out FILE.md]
+#   [--llama-timeout SECONDS (default 900: a llama.cpp run past it is reported as such)]
 # Needs fio and jq (scripts/install-deps --bench); exits 0 with SKIP without them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +21,7 @@ steps=4
 threads=$(nproc)
 work=${ZINF_BUILD_DIR:-$root/build}/moe-streaming
 out_file=
+llama_timeout=900
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out_file=$2; shift 2 ;;
+    --llama-timeout) llama_timeout=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "moe_streaming.sh: unknown option $1" >&2; exit 1 ;;
     *) llamacpp_bin=$1; shift ;;
@@ -93,14 +96,19 @@ if [ -n "$llamacpp_bin" ] && [ -x "$llamacpp_bin/llama-bench" ]; then
   for batch in "${batch_list[@]}"; do
     echo "llama.cpp, batch $batch, mmap"
     if [ "$batch" = 1 ]; then
-      "$llamacpp_bin/llama-bench" -m "$gguf" -t "$threads" -p 0 -n "$steps" -r 1 -o json \
-        > "$work/llama-1.json" 2> "$work/llama-1.log"
-      llama_rows+=("$(jq -r '.[0].avg_ts' "$work/llama-1.json")")
-    else
-      "$llamacpp_bin/llama-batched-bench" -m "$gguf" -t "$threads" -c $((batch * (steps + 2))) \
-        -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" > "$work/llama-$batch.txt" 2>&1
+      if timeout "$llama_timeout" "$llamacpp_bin/llama-bench" -m "$gguf" -t "$threads" -p 0 \
+          -n "$steps" -r 1 -o json > "$work/llama-1.json" 2> "$work/llama-1.log"; then
+        llama_rows+=("$(jq -r '.[0].avg_ts' "$work/llama-1.json")")
+      else
+        llama_rows+=("not done in ${llama_timeout} s")
+      fi
+    elif timeout "$llama_timeout" "$llamacpp_bin/llama-batched-bench" -m "$gguf" -t "$threads" \
+        -c $((batch * (steps + 2))) -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" \
+        > "$work/llama-$batch.txt" 2>&1; then
       llama_rows+=("$(awk -F'|' '$4 ~ /^ *'"$batch"' *$/ {gsub(/ /, "", $9); print $9}' \
         "$work/llama-$batch.txt")")
+    else
+      llama_rows+=("not done in ${llama_timeout} s")
     fi
   done
 fi
