@@ -84,7 +84,7 @@ for batch in "${batch_list[@]}"; do
   rows+=("$(jq -r --argjson routed "$routed_bytes" --argjson fio "$fio_gbps" --argjson batch "$batch" '
     (.tiers.nvme.streamed_bytes / .steps.count) as $per_step
     | [$batch, .tokens_per_s.decode, .bound.predicted_decode_tokens_per_s,
-       ($per_step / 1e9), (if $batch == 1 then $per_step / $routed else null end),
+       ($per_step / 1e9), (if $batch == 1 then $per_step / $routed else "-" end),
        .tiers.nvme.read_gbps, (.tiers.nvme.read_gbps / $fio),
        (.experts.bytes_moved / .experts.bytes_if_all_moved)] | @tsv' "$work/m$batch.json")")
 done
@@ -95,6 +95,9 @@ if [ -n "$llamacpp_bin" ] && [ -x "$llamacpp_bin/llama-bench" ]; then
   [ -f "$gguf" ] || python3 "$root/bench/zinf_to_gguf.py" convert "$model" "$gguf"
   for batch in "${batch_list[@]}"; do
     echo "llama.cpp, batch $batch, mmap"
+    # Each run starts with a cold page cache where we may empty it (root), as zinf's O_DIRECT
+    # reads always are; otherwise it inherits whatever the cache holds.
+    if [ -w /proc/sys/vm/drop_caches ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
     if [ "$batch" = 1 ]; then
       if timeout "$llama_timeout" "$llamacpp_bin/llama-bench" -m "$gguf" -t "$threads" -p 0 \
           -n "$steps" -r 1 -o json > "$work/llama-1.json" 2> "$work/llama-1.log"; then
@@ -120,6 +123,7 @@ commit=$(git -C "$root" rev-parse --short HEAD)
   echo "$(date -u +%F), zinf $commit, $(lscpu | sed -n 's/^Model name: *//p'), $threads threads,"
   echo "$(free -g | awk '/^Mem:/ {print $2}') GiB of DRAM for $(du -BG --apparent-size "$weights" | cut -f1) of weights;"
   echo "load average before: $load_before. fio O_DIRECT sequential read: $fio_gbps GB/s."
+  echo "llama.cpp runs start with the page cache $( [ -w /proc/sys/vm/drop_caches ] && echo "emptied" || echo "as it was")."
   echo "A one-token step needs $(python3 -c "print(round($routed_bytes / 1e9, 2))") GB: the always-used extents and $k experts in each of $sparse_layers layers."
   echo
   echo "| batch | zinf decode tok/s | plan's bound tok/s | GB read per step | ÷ dense + routed | read GB/s while reading | ÷ fio | expert bytes ÷ all experts | llama.cpp tok/s |"
@@ -127,7 +131,7 @@ commit=$(git -C "$root" rev-parse --short HEAD)
   for i in "${!rows[@]}"; do
     IFS=$'\t' read -r b tok bound gb ratio rate vs_fio share <<< "${rows[$i]}"
     printf '| %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.2f | %s |\n' "$b" "$tok" "$bound" \
-      "$gb" "$( [ "$ratio" = "" ] && echo "—" || printf '%.3f' "$ratio")" "$rate" "$vs_fio" \
+      "$gb" "$( [ "$ratio" = "-" ] && echo "—" || printf '%.3f' "$ratio")" "$rate" "$vs_fio" \
       "$share" "${llama_rows[$i]:-—}"
   done
 } | tee ${out_file:+"$out_file"}
