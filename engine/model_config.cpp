@@ -35,6 +35,16 @@ void ValidateMoe(const ModelConfig& config) {
     Fail("model config: num_experts_per_tok ({}) must be between 1 and the number of experts ({})",
          moe.experts_per_token, moe.num_experts);
   }
+  // Each expert is an extent of its own: bound their number before anything lays them out (the
+  // largest real models have 512 a layer and ~12,000 in all).
+  constexpr int kMaxExperts = 4096;
+  constexpr int64_t kMaxExpertExtents = int64_t{1} << 20;
+  if (moe.num_experts > kMaxExperts ||
+      static_cast<int64_t>(moe.num_experts) * config.num_layers > kMaxExpertExtents) {
+    Fail("model config: {} experts in each of {} layers is more than zinf supports ({} a layer, "
+         "{} in all)",
+         moe.num_experts, config.num_layers, kMaxExperts, kMaxExpertExtents);
+  }
   if (moe.expert_ffn <= 0) {
     Fail("model config: the experts' intermediate size must be positive, got {}", moe.expert_ffn);
   }

@@ -118,6 +118,11 @@ TEST_CASE("MoE bad input: each a clear error naming the file and the tensor or f
     CHECK_THAT(message,
                Contains("config.json") && Contains("num_experts_per_tok (9)") && Contains("8"));
   }
+  SECTION("more experts than zinf lays out") {
+    const std::string hf = WriteQwen2Moe("moe-too-many");
+    EditConfig(hf, "num_experts", 5000);
+    CHECK_THAT(ConvertError(hf), Contains("config.json") && Contains("5000 experts"));
+  }
   SECTION("an expert tensor missing") {
     const std::string hf = WriteQwen2Moe("moe-missing");
     DropTensor(hf, "model.layers.2.mlp.experts.5.up_proj.weight");
