@@ -215,6 +215,14 @@ def _q4_bytes(rows, cols):
     return (nibbles + 63) // 64 * 64 + rows * (cols // 32) * 4
 
 
+def _read_exact(wf, src, size, gname):
+    wf.seek(src)
+    data = wf.read(size)
+    if len(data) != size:
+        fail("weights file ends inside %s" % gname)
+    return data
+
+
 def _q4_to_q4_1(data, rows, cols):
     """zinf int4-g32 bytes -> Q4_1 blocks {d, m, qs[16]}, with strided slices (C speed)."""
     blocks = rows * cols // 32
@@ -392,46 +400,31 @@ def convert(zinf_dir, out_path):
         out.write(b"\0" * (_align(len(head)) - len(head)))
         data_start = out.tell()
         for (gname, shape, gtype, pieces, perm), (doff, nbytes) in zip(tensors, sizes):
-            pos = data_start + doff
-            out.write(b"\0" * (pos - out.tell()))
-            src, size = pieces[0]
-            wf.seek(src)
-            if gtype == Q4_1:  # each piece (an expert, or the whole tensor) transcoded in turn
-                rows = n_rows(shape) // len(pieces)
-                for src, size in pieces:
+            out.write(b"\0" * (data_start + doff - out.tell()))
+            rows = n_rows(shape) // len(pieces)  # of each piece: an expert, or the whole tensor
+            for src, size in pieces:
+                if gtype == Q4_1:
                     if size != _q4_bytes(rows, shape[-1]):
                         fail("tensor %s: %d bytes are not int4-g32 of %d x %d"
                              % (gname, size, rows, shape[-1]))
-                    wf.seek(src)
-                    data = wf.read(size)
-                    if len(data) != size:
-                        fail("weights file ends inside %s" % gname)
-                    blocks = _q4_to_q4_1(data, rows, shape[-1])
+                    data = _q4_to_q4_1(_read_exact(wf, src, size, gname), rows, shape[-1])
                     if perm is not None:  # rows are whole blocks: permute them after transcoding
-                        blocks = _permute_rows(blocks, rows, len(blocks) // rows, perm)
-                    out.write(blocks)
-            elif len(pieces) > 1:  # stacked experts: each one's bytes in turn
-                for src, size in pieces:
-                    wf.seek(src)
-                    data = wf.read(size)
-                    if len(data) != size:
-                        fail("weights file ends inside %s" % gname)
+                        data = _permute_rows(data, rows, len(data) // rows, perm)
                     out.write(data)
-            elif perm is not None:
-                data = wf.read(size)
-                if len(data) != size:
-                    fail("weights file ends inside %s" % gname)
-                out.write(_permute_rows(data, shape[0], size // shape[0], perm))
-            elif gtype == 0 and dtype != "f32":
-                out.write(_to_f32(wf.read(size), dtype))
-            else:
-                left = size
-                while left:
-                    chunk = wf.read(min(left, 64 << 20))
-                    if not chunk:
-                        fail("weights file ends inside %s" % gname)
-                    out.write(chunk)
-                    left -= len(chunk)
+                elif perm is not None:
+                    out.write(_permute_rows(_read_exact(wf, src, size, gname), rows, size // rows,
+                                            perm))
+                elif gtype == 0 and dtype != "f32":
+                    out.write(_to_f32(_read_exact(wf, src, size, gname), dtype))
+                else:
+                    wf.seek(src)
+                    left = size
+                    while left:
+                        chunk = wf.read(min(left, 64 << 20))
+                        if not chunk:
+                            fail("weights file ends inside %s" % gname)
+                        out.write(chunk)
+                        left -= len(chunk)
         end = data_start + offset
         out.write(b"\0" * (end - out.tell()))
     os.replace(tmp, out_path)

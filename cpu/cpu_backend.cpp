@@ -247,12 +247,8 @@ void CpuBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
 
 void CpuBackend::ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
                               Tensor x) {
-  ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
-                 src.cols == x.cols,
-             "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),
-             scales.size(), src.rows, src.cols, x.rows, x.cols);
+  CheckScaleAddRows(src, rows, scales, x);
   for (size_t i = 0; i < rows.size(); ++i) {
-    ZINF_CHECK(rows[i] >= 0 && rows[i] < x.rows, "row {} of {}", rows[i], x.rows);
     const float* from = Rows(src) + i * src.cols;
     float* to = Rows(x) + rows[i] * x.cols;
     const float scale = scales[i];

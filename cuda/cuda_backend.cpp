@@ -26,8 +26,6 @@ static_assert(sizeof(TokenId) == sizeof(int));
 
 namespace {
 
-float* Floats(Tensor t) { return static_cast<float*>(t.data); }
-
 // Every chunk names a slot of the cache and fits its context; checked on the host thread before
 // anything is queued, offloaded or not, so a bad batch fails at once and the same way.
 void CheckChunks(const KvCacheShape& shape, std::span<const SequenceChunk> chunks) {

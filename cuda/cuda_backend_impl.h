@@ -23,6 +23,9 @@
 
 namespace zinf::cuda {
 
+// An activation's device memory (both backends keep activations in f32).
+inline float* Floats(Tensor t) { return static_cast<float*>(t.data); }
+
 // Not thread-safe (one driving thread, like every Backend).
 class CudaBackend final : public Backend {
  public:

@@ -10,12 +10,6 @@ namespace zinf::cuda {
 
 namespace kn = kernels;
 
-namespace {
-
-float* Floats(Tensor t) { return static_cast<float*>(t.data); }
-
-}  // namespace
-
 void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
   for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
   const int* device_rows = Upload(gather_rows_, rows, "gathered rows");
@@ -26,11 +20,7 @@ void CudaBackend::GatherRows(Tensor x, std::span<const int> rows, Tensor out) {
 
 void CudaBackend::ScaleAddRows(Tensor src, std::span<const int> rows, std::span<const float> scales,
                                Tensor x) {
-  ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
-                 src.cols == x.cols,
-             "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),
-             scales.size(), src.rows, src.cols, x.rows, x.cols);
-  for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
+  CheckScaleAddRows(src, rows, scales, x);
   const int* device_rows = Upload(scatter_rows_, rows, "scattered rows");
   // The weights travel through the same small int arrays, bit for bit.
   scale_bits_.resize(scales.size());

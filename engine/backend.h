@@ -151,6 +151,12 @@ class Backend {
   virtual void CopyToHost(Tensor x, std::span<float> host) = 0;
   // x = host (rows × cols floats); the host memory may be reused once this returns.
   virtual void CopyFromHost(std::span<const float> host, Tensor x) = 0;
+
+ protected:
+  // ScaleAddRows' arguments, checked on the host the same way by every backend: one scale per
+  // row, no more rows than src holds, matching widths, every row inside x.
+  static void CheckScaleAddRows(Tensor src, std::span<const int> rows,
+                                std::span<const float> scales, Tensor x);
 };
 
 }  // namespace zinf

@@ -35,6 +35,15 @@ void StepBatch::AddChunk(int kv_slot, int start_position, std::span<const TokenI
   if (want_logits) logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
 }
 
+void Backend::CheckScaleAddRows(Tensor src, std::span<const int> rows,
+                                std::span<const float> scales, Tensor x) {
+  ZINF_CHECK(rows.size() == scales.size() && static_cast<int64_t>(rows.size()) <= src.rows &&
+                 src.cols == x.cols,
+             "scale-add of {} rows ({} scales) from [{}, {}] into [{}, {}]", rows.size(),
+             scales.size(), src.rows, src.cols, x.rows, x.cols);
+  for (const int row : rows) ZINF_CHECK(row >= 0 && row < x.rows, "row {} of {}", row, x.rows);
+}
+
 const std::byte* Backend::LoadResident(const ExtentView& extent) {
   Fail("the {} backend computes from host memory and holds no extent of its own (extent {}); the "
        "placement is not one of this backend's",

@@ -158,7 +158,8 @@ void ParseLlamaFamily(const Fields& fields, const std::string& source, ModelConf
   config.mlp_bias = fields.Bool("mlp_bias", false);
   const bool attention_bias = fields.Bool("attention_bias", false);
   if (config.model_type == "qwen2" || config.model_type == "qwen2_moe") {
-    // Qwen2 (and Qwen2-MoE) always has q/k/v biases and never an o_proj bias, whatever attention_bias says.
+    // Qwen2 and Qwen2-MoE always have q/k/v biases and never an o_proj bias, whatever
+    // attention_bias says.
     config.qkv_bias = true;
     config.o_bias = false;
   } else {

@@ -32,12 +32,9 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
   // expected routed share; everything the step uses is read from device memory once.
-  double moved = 0, used = 0;
-  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    const double bytes = planner_detail::StepBytes(checkpoint, i, batch);
-    used += bytes;
-    if (plan.placement[i] != Tier::kDevice) moved += bytes;
-  }
+  const double used = planner_detail::StepBytesUsed(checkpoint, batch);
+  const double moved =
+      used - planner_detail::StepBytesOn(checkpoint, plan.placement.tiers, Tier::kDevice, batch);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
   const double device_read_bytes = used + static_cast<double>(plan.device_kv_bytes());
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
@@ -87,17 +84,15 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   candidate.placement.prefetch_depth = depth;
   SetCudaStaging(extents, candidate.placement);
   candidate.staging_bytes = candidate.placement.staging_bytes();
-  const int tokens = std::max(inputs.workload.batch_size, 1);
-  double streamed = 0;  // experts at their expected routed share
   for (size_t i = 0; i < extents.size(); ++i) {
     const uint64_t bytes = extents[i].padded_bytes;
-    switch (candidate.placement[i]) {
-      case Tier::kDevice: candidate.resident_bytes += bytes; break;
-      case Tier::kDram: candidate.pinned_bytes += bytes; break;
-      case Tier::kNvme: streamed += planner_detail::StepBytes(*inputs.checkpoint, i, tokens); break;
-    }
+    if (candidate.placement[i] == Tier::kDevice) candidate.resident_bytes += bytes;
+    if (candidate.placement[i] == Tier::kDram) candidate.pinned_bytes += bytes;
   }
-  candidate.streamed_bytes_per_step = static_cast<uint64_t>(streamed);
+  // Experts at their expected routed share.
+  candidate.streamed_bytes_per_step = static_cast<uint64_t>(
+      planner_detail::StepBytesOn(*inputs.checkpoint, candidate.placement.tiers, Tier::kNvme,
+                                  std::max(inputs.workload.batch_size, 1)));
   candidate.offload_needed = candidate.resident_bytes < inputs.checkpoint->total_bytes();
   const CudaMemory memory =
       CudaMemoryFor(*inputs.checkpoint, inputs.workload.limits(), candidate.placement,

@@ -40,16 +40,12 @@ std::optional<std::vector<Tier>> GreedyPlacement(const std::vector<ExtentInfo>& 
 void CountBytes(const PlannerInputs& inputs, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const int tokens = std::max(inputs.workload.batch_size, 1);
-  double streamed = 0;
   plan.resident_bytes = 0;
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    if (plan.placement[i] == Tier::kNvme) {
-      streamed += planner_detail::StepBytes(checkpoint, i, tokens);
-    } else {
-      plan.resident_bytes += checkpoint.extents[i].padded_bytes;
-    }
+    if (plan.placement[i] != Tier::kNvme) plan.resident_bytes += checkpoint.extents[i].padded_bytes;
   }
-  plan.streamed_bytes_per_step = static_cast<uint64_t>(streamed);
+  plan.streamed_bytes_per_step = static_cast<uint64_t>(
+      planner_detail::StepBytesOn(checkpoint, plan.placement.tiers, Tier::kNvme, tokens));
 }
 
 // The staging ring: depth + 1 buffers, and for a model with experts on disk, room for the
@@ -78,10 +74,7 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every weight byte a step uses (of experts, the routed ones) is read from memory once per
   // step, plus each sequence's KV cache.
-  double weight_bytes = 0;
-  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    weight_bytes += planner_detail::StepBytes(checkpoint, i, batch);
-  }
+  const double weight_bytes = planner_detail::StepBytesUsed(checkpoint, batch);
   const double kv_read_bytes = plan.kv_bytes;  // upper bound: full contexts
   plan.memory_seconds_per_step = (weight_bytes + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
   plan.compute_seconds_per_step = planner_detail::CpuMatmulSeconds(checkpoint, batch, bw);

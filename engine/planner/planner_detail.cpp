@@ -82,26 +82,26 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
   return kept_bytes;
 }
 
-}  // namespace zinf::planner_detail
-
-namespace zinf {
-
-double RoutedShare(const ModelConfig& config, int tokens) {
-  if (!config.is_moe()) return 1.0;
-  const double unused_by_one =
-      1.0 - static_cast<double>(config.moe.experts_per_token) / config.moe.num_experts;
-  return 1.0 - std::pow(unused_by_one, std::max(tokens, 1));
-}
-
-}  // namespace zinf
-
-namespace zinf::planner_detail {
-
 double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens) {
   const ExtentInfo& extent = checkpoint.extents[idx];
   const double bytes = static_cast<double>(extent.padded_bytes);
   return extent.kind == ExtentKind::kExpert ? bytes * RoutedShare(checkpoint.config, tokens)
                                             : bytes;
+}
+
+double StepBytesOn(const Checkpoint& checkpoint, const std::vector<Tier>& placement, Tier tier,
+                   int tokens) {
+  double bytes = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    if (placement[i] == tier) bytes += StepBytes(checkpoint, i, tokens);
+  }
+  return bytes;
+}
+
+double StepBytesUsed(const Checkpoint& checkpoint, int tokens) {
+  double bytes = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) bytes += StepBytes(checkpoint, i, tokens);
+  return bytes;
 }
 
 int ExpertStagingBuffers(const ModelConfig& config, int tokens) {
@@ -144,3 +144,14 @@ double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidt
 }
 
 }  // namespace zinf::planner_detail
+
+namespace zinf {
+
+double RoutedShare(const ModelConfig& config, int tokens) {
+  if (!config.is_moe()) return 1.0;
+  const double unused_by_one =
+      1.0 - static_cast<double>(config.moe.experts_per_token) / config.moe.num_experts;
+  return 1.0 - std::pow(unused_by_one, std::max(tokens, 1));
+}
+
+}  // namespace zinf

@@ -50,6 +50,10 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
 // The bytes of extent `idx` a step of `tokens` tokens is expected to use: all of an always-used
 // extent, RoutedShare of an expert's.
 double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens);
+// StepBytes summed over the extents `placement` puts on `tier`, or over every extent.
+double StepBytesOn(const Checkpoint& checkpoint, const std::vector<Tier>& placement, Tier tier,
+                   int tokens);
+double StepBytesUsed(const Checkpoint& checkpoint, int tokens);
 // Staging buffers beyond the dense prefetch ring for streamed experts: as many as a step is
 // expected to route to per layer (at most 16), so their reads are in flight together.
 int ExpertStagingBuffers(const ModelConfig& config, int tokens);
