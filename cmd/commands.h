@@ -10,6 +10,7 @@ namespace zinf::cli {
 void AddConvertCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);
 void AddTokenizeCommands(CLI::App& app);
+void AddChatTemplateCommand(CLI::App& app);
 void AddPlanCommand(CLI::App& app);
 void AddCalibrateCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);

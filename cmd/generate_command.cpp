@@ -3,11 +3,12 @@
 // before any work starts, then read again request by request as batch slots free up.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
-#include <unordered_map>
 
 #include "cmd/commands.h"
 #include "cmd/engine_session.h"
@@ -19,6 +20,7 @@
 #include "cmd/interrupt.h"
 #include "cmd/plan_json.h"
 #include "cmd/prompt_file.h"
+#include "cmd/request_feed.h"
 #include "cmd/results_file.h"
 #include "cmd/resume_check.h"
 #include "cmd/run_fingerprint.h"
@@ -46,24 +48,37 @@ struct GenerateOptions {
   std::string metrics_json;
   double progress_every = 30;  // seconds between progress log lines without a terminal
   std::string fault_inject;    // testing only; see cmd/fault_injection.h
+  std::string chat_template = "auto";
   Request defaults;
 };
 
 // Reads the whole prompt file once, one line at a time, before any work: a malformed line, a
-// duplicate id or a text prompt without a tokenizer fails the run here, with nothing lost.
+// duplicate id, a text prompt without a tokenizer or a chat prompt without a template fails the
+// run here, with nothing lost.
 // On --resume, the requests already done must be the same ones (cmd/resume_check.h).
 // Returns how many requests are left to do (those not already in the output).
 size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
-                       const ResultsFile& output, bool has_tokenizer, bool force_resume) {
+                       const ResultsFile& output, bool has_tokenizer,
+                       const formats::ChatTemplates& chat_templates, bool force_resume) {
   PromptFileReader reader(path, options);
   ResumeCheck resume(output);
   size_t to_do = 0;
   while (std::optional<PromptEntry> entry = reader.Next()) {
     if (resume.IsDone(*entry)) continue;
-    if (entry->text && !has_tokenizer) {
-      Fail("{}:{}: a text prompt needs a tokenizer, and this checkpoint has none; give "
+    if ((entry->text || entry->chat) && !has_tokenizer) {
+      Fail("{}:{}: a {} prompt needs a tokenizer, and this checkpoint has none; give "
            "\"prompt_ids\" instead",
-           path, entry->line);
+           path, entry->line, entry->chat ? "chat" : "text");
+    }
+    if (entry->chat && chat_templates.empty()) {
+      Fail("{}:{}: a \"messages\" request needs a chat template, and there is none (the model "
+           "directory has no chat_template.jinja, chat_template.json or \"chat_template\" in "
+           "tokenizer_config.json, or --chat-template is none); give one with --chat-template "
+           "FILE (a .jinja template, or a .json holding \"chat_template\"){}",
+           path, entry->line,
+           chat_templates.load_error().empty()
+               ? ""
+               : "; the model's own template cannot be used: " + chat_templates.load_error());
     }
     ++to_do;
   }
@@ -71,68 +86,13 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
   return to_do;
 }
 
-// Hands the generator one request at a time from the prompt file: skips ids already in the
-// output, writes entries that cannot run (invalid UTF-8) as error lines, tokenizes text prompts
-// on demand. Memory is one entry, not the file.
-// Failure: a line that turns malformed after CheckPromptFile (the file changed meanwhile) ends
-// the feed; error() then holds the message, and the caller fails once the requests in flight
-// are finished and written.
-class RequestFeed {
- public:
-  RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
-              const Request& defaults, ResultsFile& output, FailureTally& failures)
-      : reader_(path, options),
-        tokenizer_(tokenizer),
-        defaults_(defaults),
-        output_(output),
-        failures_(failures) {}
-
-  std::optional<Request> Next() {
-    while (!error_) {
-      std::optional<PromptEntry> entry;
-      try {
-        entry = reader_.Next();
-      } catch (const Error& error) {  // only the prompt file's errors: the output's propagate
-        error_ = error.what();
-        break;
-      }
-      if (!entry) break;
-      if (output_.done_ids().contains(entry->id)) continue;
-      if (entry->text && tokenizer_ == nullptr) {
-        error_ = fmt::format("{}:{}: a text prompt needs a tokenizer", reader_.path(), entry->line);
-        break;
-      }
-      if (!entry->error.empty()) {
-        failures_.Add(entry->id, entry->line, entry->error);
-        output_.AppendError({entry->id, entry->id_is_number}, entry->line, entry->error,
-                            entry->digest);
-        ++errors_written_;
-        continue;
-      }
-      digests_[entry->id] = entry->digest;
-      Request request = RequestFor(*entry, defaults_);
-      if (entry->text) request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
-      return request;
-    }
-    return std::nullopt;
-  }
-
-  // The prompt digest of a request handed out, for its result line; forgotten once taken.
-  uint64_t TakeDigest(const std::string& id) { return digests_.extract(id).mapped(); }
-
-  const std::optional<std::string>& error() const { return error_; }
-  size_t errors_written() const { return errors_written_; }
-
- private:
-  PromptFileReader reader_;
-  const Tokenizer* tokenizer_;
-  const Request& defaults_;
-  ResultsFile& output_;
-  FailureTally& failures_;
-  std::optional<std::string> error_;
-  size_t errors_written_ = 0;
-  std::unordered_map<std::string, uint64_t> digests_;  // of the requests in flight
-};
+// The name results give the model: its directory's, as users call it ("models/Qwen3-8B/" is
+// "Qwen3-8B").
+std::string ModelName(const std::string& model_dir) {
+  std::filesystem::path path(model_dir);
+  if (!path.has_filename()) path = path.parent_path();
+  return path.filename().string();
+}
 
 void RunGenerate(GenerateOptions options) {
   const auto start = std::chrono::steady_clock::now();
@@ -145,13 +105,23 @@ void RunGenerate(GenerateOptions options) {
   const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
+  const formats::ChatTemplates chat_templates =
+      formats::ChatTemplates::Load(options.chat_template, options.model_dir);
+  if (!chat_templates.empty()) spdlog::debug("chat template: {}", chat_templates.origin());
   const PromptFileOptions prompt_options{options.skip_bad_lines};
   const size_t to_do = CheckPromptFile(options.prompts, prompt_options, output,
-                                       tokenizer != nullptr, options.resume_force);
-  CheckAndRecordFingerprint(
-      output.path(), !output.done_ids().empty(),
-      RunFingerprint(checkpoint, options.prompts, options.defaults, options.session),
-      options.resume_force);
+                                       tokenizer != nullptr, chat_templates, options.resume_force);
+  nlohmann::ordered_json fingerprint =
+      RunFingerprint(checkpoint, options.prompts, options.defaults, options.session);
+  // Another template gives chat prompts other tokens, so a resumed run must render with the same.
+  if (!chat_templates.empty()) {
+    std::string sources = chat_templates.For(false)->source();
+    if (const formats::ChatTemplate* tools = chat_templates.For(true)) sources += tools->source();
+    fingerprint["settings"]["chat-template"] =
+        fmt::format("{:016x}", XXH3_64bits(sources.data(), sources.size()));
+  }
+  CheckAndRecordFingerprint(output.path(), !output.done_ids().empty(), fingerprint,
+                            options.resume_force);
   if (!output.done_ids().empty()) {
     spdlog::info("resuming: {} requests already in {}, {} to go", output.done_ids().size(),
                  output.path(), to_do);
@@ -188,8 +158,8 @@ void RunGenerate(GenerateOptions options) {
   generator_options.refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   Generator generator(model, tokenizer.get(), generator_options);
   FailureTally failures;
-  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), options.defaults, output,
-                   failures);
+  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), chat_templates,
+                   options.defaults, ModelName(options.model_dir), output, failures);
   GenerateProgress progress(static_cast<int64_t>(to_do), options.progress_every);
   size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries
   auto written = [&] { return finished + feed.errors_written(); };
@@ -201,7 +171,10 @@ void RunGenerate(GenerateOptions options) {
   GeneratorCallbacks callbacks;
   callbacks.next_request = [&] { return feed.Next(); };
   callbacks.on_complete = [&](const Request& request, Completion&& completion) {
-    output.Append(completion, AppendExtras{request.line_number, feed.TakeDigest(request.id)});
+    const InFlightRequest in_flight = feed.Take(request.id);
+    output.Append(completion,
+                  AppendExtras{request.line_number, in_flight.digest,
+                               in_flight.openai ? &*in_flight.openai : nullptr, feed.model_name()});
     if (options.print) {
       fmt::print("[{}] {}\n", completion.id, completion.text);
       std::fflush(stdout);
@@ -211,8 +184,9 @@ void RunGenerate(GenerateOptions options) {
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
     failures.Add(request.id, request.line_number, message);
+    const InFlightRequest in_flight = feed.Take(request.id);
     output.AppendError({request.id, request.id_is_number}, request.line_number, message,
-                       feed.TakeDigest(request.id));
+                       in_flight.digest, in_flight.openai ? &*in_flight.openai : nullptr);
     ++finished;
     show_progress();
   };
@@ -271,9 +245,10 @@ void AddGenerateCommand(CLI::App& app) {
       ->required();
   command
       ->add_option("--prompts", options->prompts,
-                   ".txt (one prompt per line) or .jsonl ({\"id\", \"prompt\" or "
-                   "\"prompt_ids\", per-request settings}); '-' reads stdin: JSONL when its "
-                   "first non-blank character is '{', else text (docs/cli.md)")
+                   ".txt (one prompt per line), .jsonl ({\"id\", \"prompt\", \"prompt_ids\" or "
+                   "\"messages\", per-request settings}) or an OpenAI Batch .jsonl (detected by "
+                   "\"custom_id\"); '-' reads stdin: JSONL when its first non-blank character "
+                   "is '{', else text (docs/cli.md)")
       ->required();
   command->add_option("--out", options->out, "JSONL output file, '-' for stdout")
       ->capture_default_str();
@@ -284,6 +259,11 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_flag("--resume-force", options->resume_force,
                     "--resume even when the model, prompts or settings differ (the file then "
                     "mixes runs)");
+  command
+      ->add_option("--chat-template", options->chat_template,
+                   "how \"messages\" prompts are rendered: auto (the model's own template), "
+                   "none, or FILE (a .jinja template, or a .json holding \"chat_template\")")
+      ->capture_default_str();
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   AddConvertCommand(app);
   AddGenerateCommand(app);
   AddTokenizeCommands(app);
+  AddChatTemplateCommand(app);
   AddPlanCommand(app);
   AddCalibrateCommand(app);
   AddBenchCommand(app);

@@ -23,7 +23,8 @@
 namespace zinf::cli {
 namespace {
 
-using Json = nlohmann::json;
+// Ordered: a chat prompt's messages and tools keep their key order (cmd/chat_request.h).
+using Json = nlohmann::ordered_json;
 
 // Length of the valid UTF-8 sequence starting at text[pos], or 0 when it is not one. Strict:
 // no overlong forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF.
@@ -54,10 +55,22 @@ size_t Utf8SequenceLength(std::string_view text, size_t pos) {
   return length;
 }
 
-const std::set<std::string, std::less<>> kKnownKeys = {
-    "id",    "prompt",     "prompt_ids", "max_new_tokens",     "temperature",
-    "top_k", "top_p",      "min_p",      "repetition_penalty", "seed",
-    "stop",  "ignore_eos", "logprobs"};
+const std::set<std::string, std::less<>> kKnownKeys = {"id",
+                                                       "prompt",
+                                                       "prompt_ids",
+                                                       "messages",
+                                                       "tools",
+                                                       "chat_template_kwargs",
+                                                       "max_new_tokens",
+                                                       "temperature",
+                                                       "top_k",
+                                                       "top_p",
+                                                       "min_p",
+                                                       "repetition_penalty",
+                                                       "seed",
+                                                       "stop",
+                                                       "ignore_eos",
+                                                       "logprobs"};
 
 // A per-request setting: its JSON type checked here, its range by the table the CLI's flags and
 // the generator share (engine/request_limits.h), in the same words.
@@ -81,6 +94,10 @@ int IntSetting(const Json& value, RequestSetting setting) {
 double NumberSetting(const Json& value, RequestSetting setting) {
   return SettingValue(value, setting, /*integer=*/false);
 }
+
+}  // namespace
+
+bool IsPromptLineKey(std::string_view key) { return kKnownKeys.contains(key); }
 
 RequestOverrides ParseOverrides(const Json& object) {
   RequestOverrides o;
@@ -130,8 +147,9 @@ RequestOverrides ParseOverrides(const Json& object) {
   return o;
 }
 
-// Parses one non-empty JSONL line (valid UTF-8). Throws zinf::Error without the location.
-PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
+namespace {
+
+Json ParseJsonObject(std::string_view line_text) {
   // Deep nesting would overflow the stack in the recursive walks and dumps below.
   if (const auto offset = formats::FindJsonNestingOver(line_text)) {
     Fail("JSON nested deeper than {} levels at byte {}", formats::kMaxJsonDepth, *offset);
@@ -143,11 +161,20 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
     Fail("not valid JSON: {}", JsonMessage(error));
   }
   if (!object.is_object()) Fail("each line must be a JSON object, got {}", object.type_name());
+  return object;
+}
+
+// Parses one zinf JSONL object. Throws zinf::Error without the location.
+PromptEntry ParseZinfLine(const Json& object, int64_t line) {
   for (const auto& [key, value] : object.items()) {
     if (!kKnownKeys.contains(key)) {
-      Fail("unknown key \"{}\" (known: id, prompt, prompt_ids, max_new_tokens, temperature, top_k, "
-           "top_p, min_p, repetition_penalty, seed, stop, ignore_eos, logprobs)",
-           key);
+      Fail("unknown key \"{}\" (known: id, prompt, prompt_ids, messages, tools, "
+           "chat_template_kwargs, max_new_tokens, temperature, top_k, top_p, min_p, "
+           "repetition_penalty, seed, stop, ignore_eos, logprobs){}",
+           key,
+           LooksLikeOpenAiBatchLine(Json{{key, nullptr}})
+               ? "; an OpenAI Batch file has \"custom_id\" on every line, the first included"
+               : "");
     }
   }
   PromptEntry entry;
@@ -166,10 +193,23 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
   }
   const auto prompt = object.find("prompt");
   const auto prompt_ids = object.find("prompt_ids");
-  if ((prompt == object.end()) == (prompt_ids == object.end())) {
-    Fail("each line needs exactly one of \"prompt\" (text) and \"prompt_ids\" (token ids)");
+  const auto messages = object.find("messages");
+  const int prompts =
+      (prompt != object.end()) + (prompt_ids != object.end()) + (messages != object.end());
+  if (prompts != 1) {
+    Fail("each line needs exactly one of \"prompt\" (text), \"prompt_ids\" (token ids) and "
+         "\"messages\" (a conversation)");
   }
-  if (prompt != object.end()) {
+  const auto tools = object.find("tools");
+  const auto kwargs = object.find("chat_template_kwargs");
+  if (messages == object.end() && (tools != object.end() || kwargs != object.end())) {
+    Fail("\"{}\" goes with \"messages\" (a chat prompt), not with a plain prompt",
+         tools != object.end() ? "tools" : "chat_template_kwargs");
+  }
+  if (messages != object.end()) {
+    entry.chat = ParseChatPrompt(*messages, tools == object.end() ? nullptr : &*tools,
+                                 kwargs == object.end() ? nullptr : &*kwargs);
+  } else if (prompt != object.end()) {
     if (!prompt->is_string()) Fail("\"prompt\" must be a string, got {}", prompt->dump());
     entry.text = prompt->get<std::string>();
   } else {
@@ -189,8 +229,26 @@ PromptEntry ParseJsonLine(std::string_view line_text, int64_t line) {
   return entry;
 }
 
-// Parses one non-empty line of either format. Throws zinf::Error without the location.
-PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat format) {
+// Parses one non-empty JSON line as the file's format (decided by its first line). Throws
+// zinf::Error without the location.
+// `decided` is false until a line has parsed as a JSON object; that line sets `format`.
+PromptEntry ParseJsonLine(std::string_view line_text, int64_t line, PromptFileFormat& format,
+                          bool& decided) {
+  const Json object = ParseJsonObject(line_text);
+  if (!decided) {
+    if (LooksLikeOpenAiBatchLine(object)) format = PromptFileFormat::kOpenAiBatch;
+    decided = true;
+  }
+  if (format != PromptFileFormat::kOpenAiBatch) return ParseZinfLine(object, line);
+  PromptEntry entry;
+  entry.line = line;
+  ParseOpenAiBatchLine(object, entry);
+  return entry;
+}
+
+// Parses one non-empty line of any format. Throws zinf::Error without the location.
+PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat& format,
+                      bool& decided) {
   const int64_t bad_byte = FirstInvalidUtf8(text);
   if (format == PromptFileFormat::kText) {
     PromptEntry entry;
@@ -202,10 +260,10 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
     }
     return entry;
   }
-  if (bad_byte < 0) return ParseJsonLine(text, line);
+  if (bad_byte < 0) return ParseJsonLine(text, line, format, decided);
   // JSON text must be UTF-8; parse a repaired copy so the request keeps its id and is reported
   // as failed, rather than failing the whole file.
-  PromptEntry entry = ParseJsonLine(ReplaceInvalidUtf8(text), line);
+  PromptEntry entry = ParseJsonLine(ReplaceInvalidUtf8(text), line, format, decided);
   entry.error =
       fmt::format("line {}: prompt is not valid UTF-8 at byte {} of the line", line, bad_byte);
   return entry;
@@ -214,19 +272,20 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat form
 // Parses one line of a prompt file with the file-level checks (blank lines, duplicate ids, the
 // skip_bad_lines policy). nullopt: the line is blank or was skipped.
 std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
-                                            std::string_view name, PromptFileFormat format,
-                                            const PromptFileOptions& options, IdSet& seen_ids) {
+                                            std::string_view name, PromptFileFormat& format,
+                                            bool& decided, const PromptFileOptions& options,
+                                            IdSet& seen_ids) {
   if (text.ends_with('\r')) text.remove_suffix(1);
   const bool blank = format == PromptFileFormat::kText
                          ? text.empty()
                          : text.find_first_not_of(" \t") == std::string_view::npos;
   if (blank) return std::nullopt;  // skipped, but still counted so line numbers match an editor's
   try {
-    PromptEntry entry = ParseLine(text, line, format);
+    PromptEntry entry = ParseLine(text, line, format, decided);
     // A text file's ids are its line numbers, unique by construction: only JSONL ids are kept,
     // so a text file of millions of lines needs no memory per line.
-    if (format == PromptFileFormat::kJsonl && !seen_ids.Insert(entry.id)) {
-      Fail("duplicate id \"{}\"", entry.id);
+    if (format != PromptFileFormat::kText && !seen_ids.Insert(entry.id)) {
+      Fail("duplicate {} \"{}\"", entry.openai ? "custom_id" : "id", entry.id);
     }
     return entry;
   } catch (const Error& error) {
@@ -282,12 +341,13 @@ std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view
   if (content.starts_with(kByteOrderMark)) content.remove_prefix(kByteOrderMark.size());
   std::vector<PromptEntry> entries;
   IdSet seen_ids;
+  bool decided = false;
   for (int64_t line = 1; !content.empty(); ++line) {
     const size_t newline = content.find('\n');
     const std::string_view text = content.substr(0, newline);
     content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
     std::optional<PromptEntry> entry =
-        ParseCheckedLine(text, line, name, format, options, seen_ids);
+        ParseCheckedLine(text, line, name, format, decided, options, seen_ids);
     if (entry) entries.push_back(std::move(*entry));
   }
   return entries;
@@ -322,7 +382,7 @@ std::optional<PromptEntry> PromptFileReader::Next() {
     if (text.ends_with('\n')) text.remove_suffix(1);
     if (++line_ == 1 && text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
     std::optional<PromptEntry> entry =
-        ParseCheckedLine(text, line_, path_, format_, options_, seen_ids_);
+        ParseCheckedLine(text, line_, path_, format_, format_decided_, options_, seen_ids_);
     if (entry) {
       entry->digest = XXH3_64bits(text.data(), text.size());
       return entry;

@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "cmd/chat_request.h"
 #include "cmd/id_set.h"
+#include "cmd/openai_batch.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 
@@ -29,7 +31,7 @@ struct RequestOverrides {
   std::optional<int> logprobs;  // -1: none; N >= 0: chosen token plus top N
 };
 
-// One request read from the prompt file. Exactly one of `text` and `ids` is set.
+// One request read from the prompt file. Exactly one of `text`, `ids` and `chat` is set.
 struct PromptEntry {
   int64_t line = 0;  // 1-based line in the prompt file
   std::string id;    // as given ("id"; a number as its JSON text), else the line number
@@ -41,15 +43,18 @@ struct PromptEntry {
   uint64_t digest = 0;
   std::optional<std::string> text;
   std::optional<std::vector<TokenId>> ids;
+  std::optional<ChatPrompt> chat;  // "messages": rendered with the chat template, then tokenized
   RequestOverrides overrides;
+  std::optional<OpenAiRequest> openai;  // a line of an OpenAI Batch file: answered in its shape
   // Non-empty: this request cannot run (e.g. its prompt is not valid UTF-8). The file as a whole is
   // fine; generate reports the request as failed and goes on with the others.
   std::string error;
 };
 
 enum class PromptFileFormat : uint8_t {
-  kText,   // one prompt per non-empty line; id = line number
-  kJsonl,  // one JSON object per non-empty line
+  kText,         // one prompt per non-empty line; id = line number
+  kJsonl,        // one JSON object per non-empty line
+  kOpenAiBatch,  // JSONL whose first line has "custom_id" (cmd/openai_batch.h); id = custom_id
 };
 
 struct PromptFileOptions {
@@ -57,7 +62,8 @@ struct PromptFileOptions {
   bool skip_bad_lines = false;
 };
 
-// ".jsonl", ".json" and ".ndjson" are JSON lines; anything else (".txt" included) is text.
+// ".jsonl", ".json" and ".ndjson" are JSON lines; anything else (".txt" included) is text. A
+// JSON-lines file turns out to be an OpenAI Batch file when read (kOpenAiBatch).
 PromptFileFormat PromptFileFormatFor(std::string_view path);
 
 // Reads a prompt file one entry at a time, so a file of millions of lines is streamed: memory is
@@ -68,7 +74,7 @@ PromptFileFormat PromptFileFormatFor(std::string_view path);
 // else text; messages then name it "stdin".
 // Failure: throws zinf::Error "cannot open prompt file PATH: <strerror>" from the constructor,
 // and from Next() "PATH:LINE: <what is wrong>" for a malformed line (bad JSON, wrong types,
-// unknown keys, both or neither of prompt/prompt_ids, a duplicate id) unless
+// unknown keys, not exactly one of prompt/prompt_ids/messages, a duplicate id or custom_id) unless
 // options.skip_bad_lines, or "cannot read prompt file PATH" for a read error. Invalid UTF-8 in a
 // prompt is not a file error: see PromptEntry::error. After a throw the reader may go on.
 class PromptFileReader {
@@ -81,11 +87,14 @@ class PromptFileReader {
   // The next entry, skipping blank lines (and bad ones with skip_bad_lines); nullopt at the end.
   std::optional<PromptEntry> Next();
   int64_t line() const { return line_; }  // the last line read, 1-based
+  // kOpenAiBatch once a line has shown a Batch file.
+  PromptFileFormat format() const { return format_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   PromptFileFormat format_;
+  bool format_decided_ = false;  // a JSON line has shown whether this is a Batch file
   PromptFileOptions options_;
   std::FILE* file_ = nullptr;
   char* line_buffer_ = nullptr;  // getline's, grown to the longest line
@@ -102,6 +111,13 @@ std::vector<PromptEntry> ReadPromptFile(const std::string& path,
 std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view name,
                                       PromptFileFormat format,
                                       const PromptFileOptions& options = {});
+
+// Whether `key` may appear in a zinf JSONL prompt line (id, prompt, messages, the settings...).
+bool IsPromptLineKey(std::string_view key);
+
+// The per-request settings of a JSONL object (max_new_tokens, temperature, ...); other keys are
+// left alone. Failure: zinf::Error naming the key and what is wrong, without the location.
+RequestOverrides ParseOverrides(const nlohmann::ordered_json& object);
 
 // Sets each field of `request` that `overrides` sets; the others keep their (CLI) defaults.
 void ApplyOverrides(const RequestOverrides& overrides, Request& request);

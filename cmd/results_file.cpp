@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
@@ -139,6 +140,10 @@ void ResultsFile::LoadForResume() {
            "the file is damaged: fix or delete that line, or choose another --out path",
            path_, line, JsonMessage(error));
     }
+    if (object.is_object() && object.contains("custom_id")) {
+      LoadBatchLine(object, line);
+      continue;
+    }
     const auto id = object.is_object() ? object.find("id") : object.end();
     if (!object.is_object() || id == object.end() ||
         !(id->is_string() || id->is_number_integer())) {
@@ -159,7 +164,30 @@ void ResultsFile::LoadForResume() {
   }
 }
 
+void ResultsFile::LoadBatchLine(const nlohmann::ordered_json& object, int64_t line) {
+  const auto custom_id = object.find("custom_id");
+  const auto id = object.find("id");
+  if (!custom_id->is_string() || id == object.end() || !id->is_string()) {
+    Fail("{}:{}: not an OpenAI Batch result (string \"id\" and \"custom_id\"); is this the "
+         "right --out file?",
+         path_, line);
+  }
+  const std::string done_id = custom_id->get<std::string>();
+  done_ids_.insert(done_id);
+  if (const uint64_t digest = DigestFromOpenAiId(id->get_ref<const std::string&>())) {
+    done_digests_[done_id] = digest;
+  }
+  if (const auto error = object.find("error"); error != object.end() && !error->is_null()) {
+    ++done_errors_;
+  }
+}
+
 void ResultsFile::Append(const Completion& completion, const AppendExtras& extras) {
+  if (extras.openai != nullptr) {
+    WriteLine(Dump(OpenAiResultLine(completion, *extras.openai, extras.model, extras.prompt_digest,
+                                    std::time(nullptr))));
+    return;
+  }
   Json object;
   object["id"] = IdJson({completion.id, completion.id_is_number});
   object["text"] = completion.text;
@@ -183,7 +211,11 @@ void ResultsFile::Append(const Completion& completion, const AppendExtras& extra
 }
 
 void ResultsFile::AppendError(const ResultId& id, int64_t line, std::string_view message,
-                              uint64_t prompt_digest) {
+                              uint64_t prompt_digest, const OpenAiRequest* openai) {
+  if (openai != nullptr) {
+    WriteLine(Dump(OpenAiErrorLine(id.text, message, prompt_digest)));
+    return;
+  }
   Json object;
   object["id"] = IdJson(id);
   AddExtras(AppendExtras{line, prompt_digest}, object);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cmd/openai_batch.h"
 #include "engine/request.h"
 
 namespace zinf::cli {
@@ -29,6 +30,10 @@ struct AppendExtras {
   // The prompt line's digest (PromptEntry::digest); written as "prompt_digest" (16 hex digits)
   // when non-zero, and read back on resume.
   uint64_t prompt_digest = 0;
+  // A request of an OpenAI Batch file: the line is written in the Batch API's shape instead
+  // (cmd/openai_batch.h), naming `model` as the model that ran.
+  const OpenAiRequest* openai = nullptr;
+  std::string_view model;
 };
 
 // One JSON object per line, e.g.
@@ -36,7 +41,9 @@ struct AppendExtras {
 //    "completion_tokens":16,"line":3,"prompt_digest":"…",
 //    "logprobs":[{"id":..,"token":"..","logprob":..,"top":[{"id":..,"token":"..","logprob":..}]}]}
 //   {"id":"q7","line":7,"prompt_digest":"…","error":"...","finish_reason":"error"}
-// "id" keeps the prompt file's JSON type (ResultId); "token" is there when the model has a
+// A Batch request's line is the Batch API's object instead ({"id": "batch_req_<digest>",
+// "custom_id", "response", "error"}); resume takes its custom_id as the id and the digest from
+// its "id". "id" keeps the prompt file's JSON type (ResultId); "token" is there when the model has a
 // tokenizer. Text that is not valid UTF-8 (a byte-fallback token cut mid
 // character) is written with U+FFFD in place of each invalid byte.
 //
@@ -72,11 +79,13 @@ class ResultsFile {
 
   void Append(const Completion& completion, const AppendExtras& extras = {});
   // A request that could not run (prompt not valid UTF-8, too long for the context, ...).
+  // `openai`: write it as a Batch API error object.
   void AppendError(const ResultId& id, int64_t line, std::string_view message,
-                   uint64_t prompt_digest = 0);
+                   uint64_t prompt_digest = 0, const OpenAiRequest* openai = nullptr);
 
  private:
   void LoadForResume();
+  void LoadBatchLine(const nlohmann::ordered_json& object, int64_t line);
   void WriteLine(std::string line);  // appends '\n', writes, syncs
   // Cuts the file back to `size_before` (when >= 0) and throws naming the path and the errno.
   [[noreturn]] void FailWrite(std::string_view action, int error_number, off_t size_before);

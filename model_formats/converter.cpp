@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/extent_layout.h"
+#include "model_formats/generation_config.h"
 #include "model_formats/hf_config.h"
 #include "model_formats/hf_tensor_map.h"
 #include "model_formats/manifest_json.h"
@@ -28,9 +29,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Files of the Hugging Face directory the engine's tokenizer loaders read, copied when present.
-constexpr const char* kTokenizerFiles[] = {"tokenizer.model", "tokenizer_config.json",
-                                           "special_tokens_map.json", "tokenizer.json"};
+// Files of the Hugging Face directory the engine's tokenizer and chat-template loaders read
+// (model_formats/checkpoint_chat_template.h), copied when present; generation_config.json too,
+// for the record (its stop tokens are merged into the manifest).
+constexpr const char* kTokenizerFiles[] = {
+    "tokenizer.model",     "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json",
+    "chat_template.jinja", "chat_template.json",    "generation_config.json"};
 
 // Writes `source` in the tensor's stored dtype: bytes as they are when nothing changes, else
 // through f32 rows a chunk at a time, so scratch memory stays bounded whatever the tensor size.
@@ -129,6 +133,10 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
 
   Checkpoint checkpoint;
   checkpoint.config = LoadHfConfig((hf_dir / "config.json").string());
+  // Instruct models end a turn with a token the base config may not list (Llama-3's <|eot_id|>);
+  // generation stops at each of them, as transformers' generate() does.
+  AppendMissingIds(GenerationConfigEosIds(hf_dir / "generation_config.json"),
+                   checkpoint.config.eos_token_ids);
   SafetensorsCheckpoint source(hf_dir.string());
   ConversionPlan plan = PlanConversion(checkpoint.config, source);
   const WeightEncoding encoding = ChooseEncoding(options, plan);

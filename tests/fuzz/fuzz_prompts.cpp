@@ -1,4 +1,5 @@
-// libFuzzer target: prompt file contents (JSON lines, then the same bytes as plain text) through
+// libFuzzer target: prompt file contents (JSON lines or OpenAI Batch lines, then the same bytes as
+// plain text) through
 // zinf::cli::ParsePrompts, and each parsed entry through RequestFor.
 #include <spdlog/spdlog.h>
 
@@ -27,8 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const zinf::Request defaults;
           for (const zinf::cli::PromptEntry& entry :
                zinf::cli::ParsePrompts(content, "fuzz/prompts", format, options)) {
-            zinf::fuzz::FuzzCheck(entry.text.has_value() != entry.ids.has_value(),
-                                  "a prompt entry must hold exactly one of text and ids");
+            zinf::fuzz::FuzzCheck(
+                entry.text.has_value() + entry.ids.has_value() + entry.chat.has_value() == 1,
+                "a prompt entry must hold exactly one of text, ids and a chat");
             zinf::cli::RequestFor(entry, defaults);
           }
         }

@@ -1,0 +1,98 @@
+// The generator's request source for `zinf generate`; see request_feed.h.
+#include "cmd/request_feed.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/error.h"
+
+namespace zinf::cli {
+
+RequestFeed::RequestFeed(const std::string& path, const PromptFileOptions& options,
+                         const Tokenizer* tokenizer, const formats::ChatTemplates& chat_templates,
+                         const Request& defaults, std::string model_name, ResultsFile& output,
+                         FailureTally& failures)
+    : reader_(path, options),
+      tokenizer_(tokenizer),
+      chat_templates_(chat_templates),
+      defaults_(defaults),
+      model_name_(std::move(model_name)),
+      output_(output),
+      failures_(failures) {}
+
+std::optional<Request> RequestFeed::Next() {
+  while (!error_) {
+    std::optional<PromptEntry> entry;
+    try {
+      entry = reader_.Next();
+    } catch (const Error& error) {  // only the prompt file's errors: the output's propagate
+      error_ = error.what();
+      break;
+    }
+    if (!entry) break;
+    if (output_.done_ids().contains(entry->id)) continue;
+    if ((entry->text || entry->chat) && tokenizer_ == nullptr) {
+      error_ = fmt::format("{}:{}: a text or chat prompt needs a tokenizer", reader_.path(),
+                           entry->line);
+      break;
+    }
+    if (entry->openai) WarnOnOtherModel(*entry->openai);
+    if (!entry->error.empty()) {
+      WriteError(*entry, entry->error);
+      continue;
+    }
+    Request request = RequestFor(*entry, defaults_);
+    if (entry->text) {
+      request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
+    } else if (entry->chat) {
+      std::optional<std::vector<TokenId>> ids = ChatPromptIds(*entry);
+      if (!ids) continue;
+      request.prompt_ids = std::move(*ids);
+    }
+    in_flight_[entry->id] = InFlightRequest{entry->digest, entry->openai};
+    return request;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<TokenId>> RequestFeed::ChatPromptIds(const PromptEntry& entry) {
+  const formats::ChatTemplate* chat_template = chat_templates_.For(!entry.chat->tools.is_null());
+  if (chat_template == nullptr) {  // CheckPromptFile refuses this before any work
+    error_ = fmt::format("{}:{}: a \"messages\" request needs a chat template", reader_.path(),
+                         entry.line);
+    return std::nullopt;
+  }
+  formats::ChatTemplateInputs inputs;
+  inputs.messages = entry.chat->messages;
+  inputs.tools = entry.chat->tools;
+  inputs.kwargs = entry.chat->kwargs;
+  inputs.add_generation_prompt = true;
+  std::string prompt;
+  try {
+    prompt = chat_template->Render(inputs);
+  } catch (const Error& error) {
+    WriteError(entry, fmt::format("chat template: {}", error.what()));
+    return std::nullopt;
+  }
+  // The template wrote the special tokens (BOS and the turn markers) itself: adding them again
+  // would give the model a prompt it was never trained on. transformers encodes the same way.
+  return tokenizer_->Encode(prompt, /*add_special=*/false);
+}
+
+void RequestFeed::WriteError(const PromptEntry& entry, const std::string& message) {
+  failures_.Add(entry.id, entry.line, message);
+  output_.AppendError({entry.id, entry.id_is_number}, entry.line, message, entry.digest,
+                      entry.openai ? &*entry.openai : nullptr);
+  ++errors_written_;
+}
+
+void RequestFeed::WarnOnOtherModel(const OpenAiRequest& request) {
+  if (request.model.empty() || request.model == model_name_) return;
+  if (models_warned_.insert(request.model).second) {
+    spdlog::warn("Batch requests name model \"{}\"; zinf runs {} for them and names it so in the "
+                 "results",
+                 request.model, model_name_);
+  }
+}
+
+}  // namespace zinf::cli
