@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "cmd/byte_size.h"
+#include "cmd/shard.h"
+#include "engine/error.h"
 
 namespace zinf::cli {
 
@@ -46,6 +48,20 @@ CLI::Validator IntAtLeast(int64_t min, const std::string& note) {
         return fmt::format("must be {}, got '{}'", range, text);
       },
       "");  // the message states the range; the help text, what leaving the flag out means
+}
+
+CLI::Validator ShardCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text == "none") return "";
+        try {
+          ParseShard(text);
+        } catch (const Error& error) {
+          return error.what();
+        }
+        return "";
+      },
+      "");
 }
 
 CLI::Validator PositiveNumber() {

@@ -28,6 +28,9 @@ CLI::Validator NonNegativeNumber();
 // A per-request setting, with the engine's range and words.
 CLI::Validator SettingCheck(RequestSetting setting);
 
+// --shard: K/N with 0 <= K < N (cmd/shard.h), or none.
+CLI::Validator ShardCheck();
+
 // Exactly one of `choices`.
 CLI::Validator OneOf(const std::vector<std::string>& choices);
 

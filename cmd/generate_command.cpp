@@ -25,6 +25,7 @@
 #include "cmd/resume_check.h"
 #include "cmd/run_fingerprint.h"
 #include "cmd/run_metrics.h"
+#include "cmd/shard.h"
 #include "engine/error.h"
 #include "engine/generator.h"
 #include "io/weight_source_factory.h"
@@ -49,6 +50,8 @@ struct GenerateOptions {
   double progress_every = 30;  // seconds between progress log lines without a terminal
   std::string fault_inject;    // testing only; see cmd/fault_injection.h
   std::string chat_template = "auto";
+  std::string shard;                   // --shard K/N | none; empty: the scheduler's environment
+  std::optional<int64_t> shard_count;  // --shard-count N
   Request defaults;
 };
 
@@ -99,6 +102,16 @@ void RunGenerate(GenerateOptions options) {
   std::vector<Fault> faults;
   if (!options.fault_inject.empty()) faults = ParseFaultSpec(options.fault_inject);
 
+  // A job array's task runs its shard of the prompt file into a file of its own.
+  std::string shard_origin;
+  const std::optional<Shard> shard =
+      ResolveShard({options.shard, options.shard_count, std::getenv}, &shard_origin);
+  if (shard) {
+    options.out = ShardOutputPath(options.out, *shard);
+    spdlog::info("shard {} (from {}): requests i of {} with i mod {} = {}, written to {}",
+                 ShardText(*shard), shard_origin, options.prompts, shard->count, shard->index,
+                 options.out);
+  }
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
   ResultsFile output(options.out, options.resume || options.resume_force);
@@ -108,7 +121,7 @@ void RunGenerate(GenerateOptions options) {
   const formats::ChatTemplates chat_templates =
       formats::ChatTemplates::Load(options.chat_template, options.model_dir);
   if (!chat_templates.empty()) spdlog::debug("chat template: {}", chat_templates.origin());
-  const PromptFileOptions prompt_options{options.skip_bad_lines};
+  const PromptFileOptions prompt_options{options.skip_bad_lines, shard};
   const size_t to_do = CheckPromptFile(options.prompts, prompt_options, output,
                                        tokenizer != nullptr, chat_templates, options.resume_force);
   nlohmann::ordered_json fingerprint =
@@ -120,6 +133,9 @@ void RunGenerate(GenerateOptions options) {
     fingerprint["settings"]["chat-template"] =
         fmt::format("{:016x}", XXH3_64bits(sources.data(), sources.size()));
   }
+  // Recorded so that resuming a shard's file as another shard is refused, and merge can tell
+  // which shard each file holds.
+  if (shard) fingerprint["settings"]["shard"] = ShardText(*shard);
   CheckAndRecordFingerprint(output.path(), !output.done_ids().empty(), fingerprint,
                             options.resume_force);
   if (!output.done_ids().empty()) {
@@ -218,7 +234,8 @@ void RunGenerate(GenerateOptions options) {
   metrics.skipped = static_cast<int64_t>(output.done_ids().size());
   metrics.interrupted = interrupted->load();
   metrics.experts = session.model().expert_traffic();
-  spdlog::info("{}", metrics.SummaryLine());
+  spdlog::info("{}{}", shard ? fmt::format("shard {}: ", ShardText(*shard)) : "",
+               metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
     std::ofstream file(options.metrics_json, std::ios::trunc);
     nlohmann::json json = metrics.Json();
@@ -264,6 +281,18 @@ void AddGenerateCommand(CLI::App& app) {
                    "how \"messages\" prompts are rendered: auto (the model's own template), "
                    "none, or FILE (a .jinja template, or a .json holding \"chat_template\")")
       ->capture_default_str();
+  command
+      ->add_option("--shard", options->shard,
+                   "K/N: run only shard K of N, the requests whose ordinal i among the request "
+                   "lines has i mod N = K, into --out with .shard-KKK-of-NNN before its extension "
+                   "(or in place of {shard}); none: the whole file. Default: from Slurm's "
+                   "SLURM_ARRAY_TASK_ID or Kubernetes' JOB_COMPLETION_INDEX when set (docs/cli.md)")
+      ->check(ShardCheck());
+  command
+      ->add_option("--shard-count", options->shard_count,
+                   "N, the number of shards, for a shard index taken from SLURM_ARRAY_TASK_ID or "
+                   "JOB_COMPLETION_INDEX (also ZINF_SHARD_COUNT)")
+      ->check(IntAtLeast(1));
   command->add_flag("--skip-bad-lines", options->skip_bad_lines,
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");

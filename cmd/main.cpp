@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   AddCalibrateCommand(app);
   AddBenchCommand(app);
   AddPerplexityCommand(app);
+  AddMergeCommand(app);
   DescribeGlobalFlags(app);
 
   try {

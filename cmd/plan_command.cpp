@@ -27,6 +27,7 @@ struct PlanOptions {
   std::string dtype = "f16";
   std::string json_path;
   std::string prompts;
+  std::string shard;  // --shard K/N
   SessionOptions session;
 };
 
@@ -155,7 +156,12 @@ void RunPlan(const PlanOptions& options) {
   // --batch-size auto to the prompts it has.
   SessionOptions session = options.session;
   if (!options.prompts.empty()) {
-    PromptFileReader reader(options.prompts);
+    // A task of a job array plans for its shard's requests, as its generate does.
+    PromptFileOptions prompt_options;
+    if (!options.shard.empty() && options.shard != "none") {
+      prompt_options.shard = ParseShard(options.shard);
+    }
+    PromptFileReader reader(options.prompts, prompt_options);
     size_t requests = 0;
     while (reader.Next()) ++requests;
     session.max_auto_batch = MaxAutoBatchFor(requests);
@@ -185,6 +191,10 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--prompts", options->prompts,
                       "the prompt file generate would run: --batch-size auto takes no more "
                       "sequences than it has prompts ('-': stdin)");
+  command
+      ->add_option("--shard", options->shard,
+                   "K/N: count only shard K of N of --prompts, as generate --shard runs it")
+      ->check(ShardCheck());
   // generate's defaults, batch size and context included: the plan printed is the plan run.
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;

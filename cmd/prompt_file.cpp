@@ -269,6 +269,20 @@ PromptEntry ParseLine(std::string_view text, int64_t line, PromptFileFormat& for
   return entry;
 }
 
+// A line that holds no request (after its '\r', if any, is dropped): empty, or for JSON lines
+// only blanks. Blank lines are not requests: they neither count toward a shard nor get an id.
+bool IsBlankLine(std::string_view text, PromptFileFormat format) {
+  if (text.ends_with('\r')) text.remove_suffix(1);
+  return format == PromptFileFormat::kText
+             ? text.empty()
+             : text.find_first_not_of(" \t") == std::string_view::npos;
+}
+
+// Whether the request at `request_idx` is one of the shard's; every request without a shard.
+bool InShard(const PromptFileOptions& options, int64_t request_idx) {
+  return !options.shard || options.shard->Holds(request_idx);
+}
+
 // Parses one line of a prompt file with the file-level checks (blank lines, duplicate ids, the
 // skip_bad_lines policy). nullopt: the line is blank or was skipped.
 std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
@@ -276,10 +290,8 @@ std::optional<PromptEntry> ParseCheckedLine(std::string_view text, int64_t line,
                                             bool& decided, const PromptFileOptions& options,
                                             IdSet& seen_ids) {
   if (text.ends_with('\r')) text.remove_suffix(1);
-  const bool blank = format == PromptFileFormat::kText
-                         ? text.empty()
-                         : text.find_first_not_of(" \t") == std::string_view::npos;
-  if (blank) return std::nullopt;  // skipped, but still counted so line numbers match an editor's
+  // skipped, but still counted so line numbers match an editor's
+  if (IsBlankLine(text, format)) return std::nullopt;
   try {
     PromptEntry entry = ParseLine(text, line, format, decided);
     // A text file's ids are its line numbers, unique by construction: only JSONL ids are kept,
@@ -342,13 +354,19 @@ std::vector<PromptEntry> ParsePrompts(std::string_view content, std::string_view
   std::vector<PromptEntry> entries;
   IdSet seen_ids;
   bool decided = false;
+  int64_t request_idx = 0;
   for (int64_t line = 1; !content.empty(); ++line) {
     const size_t newline = content.find('\n');
     const std::string_view text = content.substr(0, newline);
     content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+    if (IsBlankLine(text, format)) continue;
     std::optional<PromptEntry> entry =
         ParseCheckedLine(text, line, name, format, decided, options, seen_ids);
-    if (entry) entries.push_back(std::move(*entry));
+    if (entry && InShard(options, request_idx)) {
+      entry->request_idx = request_idx;
+      entries.push_back(std::move(*entry));
+    }
+    ++request_idx;
   }
   return entries;
 }
@@ -381,9 +399,12 @@ std::optional<PromptEntry> PromptFileReader::Next() {
     std::string_view text(line_buffer_, static_cast<size_t>(length));
     if (text.ends_with('\n')) text.remove_suffix(1);
     if (++line_ == 1 && text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
+    if (IsBlankLine(text, format_)) continue;
+    const int64_t request_idx = request_lines_++;
     std::optional<PromptEntry> entry =
         ParseCheckedLine(text, line_, path_, format_, format_decided_, options_, seen_ids_);
-    if (entry) {
+    if (entry && InShard(options_, request_idx)) {
+      entry->request_idx = request_idx;
       entry->digest = XXH3_64bits(text.data(), text.size());
       return entry;
     }

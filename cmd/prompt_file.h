@@ -12,6 +12,7 @@
 #include "cmd/chat_request.h"
 #include "cmd/id_set.h"
 #include "cmd/openai_batch.h"
+#include "cmd/shard.h"
 #include "engine/request.h"
 #include "engine/tokenizer.h"
 
@@ -34,7 +35,10 @@ struct RequestOverrides {
 // One request read from the prompt file. Exactly one of `text`, `ids` and `chat` is set.
 struct PromptEntry {
   int64_t line = 0;  // 1-based line in the prompt file
-  std::string id;    // as given ("id"; a number as its JSON text), else the line number
+  // 0-based ordinal among the file's request lines (non-blank lines, bad ones included): what
+  // sharding goes by (cmd/shard.h).
+  int64_t request_idx = 0;
+  std::string id;  // as given ("id"; a number as its JSON text), else the line number
   // "id" was a JSON integer, or there was none and the id is the line number (written back as
   // a number). Either way 7 and "7" are the same id: a duplicate in one file, done on resume.
   bool id_is_number = true;
@@ -60,6 +64,10 @@ enum class PromptFileFormat : uint8_t {
 struct PromptFileOptions {
   // Log each malformed line (spdlog::warn) and skip it, instead of failing on the first.
   bool skip_bad_lines = false;
+  // Only this shard's requests are returned. Every line is still parsed and checked (a bad line or
+  // a duplicate id fails every shard alike, before any work), at the cost of parsing the whole
+  // file in each task: small beside generating.
+  std::optional<Shard> shard;
 };
 
 // ".jsonl", ".json" and ".ndjson" are JSON lines; anything else (".txt" included) is text. A
@@ -100,7 +108,8 @@ class PromptFileReader {
   char* line_buffer_ = nullptr;  // getline's, grown to the longest line
   size_t line_capacity_ = 0;
   int64_t line_ = 0;
-  IdSet seen_ids_;  // JSONL only
+  int64_t request_lines_ = 0;  // non-blank lines read so far
+  IdSet seen_ids_;             // JSONL only
 };
 
 // Every entry of a prompt file at once (PromptFileReader until the end); for small files and tests.

@@ -80,6 +80,13 @@ std::vector<std::string> Differences(const Json& recorded, const Json& now) {
       found.push_back(fmt::format("--{}: {} → {}", key, old->dump(), value.dump()));
     }
   }
+  // A setting recorded but not set now (a shard's file resumed as a whole run, a chat template
+  // dropped) changes outputs as much as one changed.
+  for (const auto& [key, value] : was.items()) {
+    if (!now.at("settings").contains(key)) {
+      found.push_back(fmt::format("--{}: {} → not set", key, value.dump()));
+    }
+  }
   return found;
 }
 
