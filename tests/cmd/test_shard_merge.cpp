@@ -174,6 +174,38 @@ TEST_CASE("merge: shards of another prompt file are foreign") {
   }
 }
 
+TEST_CASE("merge: OpenAI Batch shards match by custom_id and the digest in their id") {
+  const std::string dir = testing::MakeTempDir("shard-merge-batch");
+  std::string prompts;
+  std::vector<std::string> requests;
+  for (int i = 0; i < 4; ++i) {
+    requests.push_back(fmt::format(R"({{"custom_id": "c{}", "method": "POST", "url": )"
+                                   R"("/v1/completions", "body": {{"prompt": "p{}"}}}})",
+                                   i, i));
+    prompts += requests.back() + "\n";
+  }
+  WriteFile(dir + "/p.jsonl", prompts);
+  const auto result = [&](int i, const std::string& request) {
+    return fmt::format(R"({{"id":"batch_req_{:016x}","custom_id":"c{}","response":null,)"
+                       R"("error":{{"code":"x","message":"y"}}}})",
+                       XXH3_64bits(request.data(), request.size()), i);
+  };
+  // Error lines count as present. Shards 0 and 1 of 2: requests 0, 2 and 1, 3.
+  WriteFile(dir + "/a.jsonl", result(2, requests[2]) + "\n" + result(0, requests[0]) + "\n");
+  WriteFile(dir + "/b.jsonl", result(1, requests[1]) + "\n" + result(3, "another request") + "\n");
+  MergeInputs inputs;
+  inputs.shard_files = {dir + "/a.jsonl", dir + "/b.jsonl"};
+  inputs.prompts = dir + "/p.jsonl";
+  inputs.shard_count = 2;
+  ShardMerge merge(inputs);
+  const MergeFindings& found = merge.Check();
+  CHECK(found.foreign == 1);
+  CHECK(found.missing == 0);
+  REQUIRE(found.examples.size() == 1);
+  CHECK(found.examples[0].find("id c3 in " + dir + "/b.jsonl answers another prompt") !=
+        std::string::npos);
+}
+
 TEST_CASE("merge: a torn final line counts as missing; a damaged line names its file and line") {
   Job job;
   const std::vector<std::string> files = job.Write();
