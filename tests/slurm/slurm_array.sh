@@ -136,6 +136,8 @@ wait_for_job() {  # until no task of job $1 is pending or running
   fail "job $1 still running after 300 s: $(squeue)"
 }
 submit() {  # --array=$1; prints the job id
+  # This node has no GPUs: --gres=none replaces the script's "#SBATCH --gres=gpu:1", and one core
+  # a task lets the 4 tasks run at once.
   ZINF="$zinf" ZINF_MODEL="$work/model" ZINF_PROMPTS="$work/prompts.txt" \
     ZINF_OUT="$work/out/results.jsonl" ZINF_SHARD_COUNT=$tasks ZINF_ARGS="$generate_args" \
     sbatch --parsable --array="$1" --gres=none --cpus-per-task=1 --chdir="$work" \
