@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "tests/support/random_checkpoint.h"
 
@@ -70,6 +72,28 @@ CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin
   waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+int InterruptZinfAfterLines(const std::vector<std::string>& args, const std::string& out,
+                            size_t lines, int signal) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    std::vector<std::string> copy = args;
+    std::vector<char*> argv = {const_cast<char*>(ZINF_BINARY)};
+    for (std::string& arg : copy) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(ZINF_BINARY, argv.data());
+    _exit(127);
+  }
+  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).size() < lines; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, signal);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
 }
 
 const std::string& ConvertedStories260KDir() {

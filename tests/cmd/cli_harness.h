@@ -21,6 +21,12 @@ struct CliResult {
 CliResult RunZinf(const std::vector<std::string>& args, const std::string& stdin_text = "",
                   const std::function<void()>& in_child = {});
 
+// Starts `zinf ARGS...` in the background (stderr to /dev/null) once `out` exists with fewer than
+// `lines` lines, waits until it holds that many (or two minutes pass: a loaded CI machine can be
+// slow), then sends `signal` and returns the child's wait status.
+int InterruptZinfAfterLines(const std::vector<std::string>& args, const std::string& out,
+                            size_t lines, int signal);
+
 // The stories260K checkpoint converted by the CLI once per process.
 const std::string& ConvertedStories260KDir();
 

@@ -2,14 +2,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-
 #include <sys/wait.h>
-#include <unistd.h>
 #include <csignal>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
@@ -190,25 +186,9 @@ TEST_CASE("Ctrl-C keeps finished outputs intact and --resume completes the job")
 
   // Start a run, interrupt it once some outputs exist.
   const std::string out = dir + "/interrupted.jsonl";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    std::vector<std::string> args = with_out(out);
-    std::vector<char*> argv = {const_cast<char*>(ZINF_BINARY)};
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(ZINF_BINARY, argv.data());
-    _exit(127);
-  }
   // Up to two minutes: a loaded CI machine (sanitizers, a second suite) can take far longer
-  // than the usual second to finish three requests; the loop ends as soon as they exist.
-  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).size() < 3; ++waited) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  // than the usual second to finish three requests; the wait ends as soon as they exist.
+  const int status = InterruptZinfAfterLines(with_out(out), out, 3, SIGINT);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 130);
   const size_t kept = Lines(ReadFile(out)).size();

@@ -1,16 +1,12 @@
 // OpenAI Batch files through `zinf generate`: 50 chat requests give 50 lines in the Batch API's
 // output shape, and a run killed mid-way and resumed still holds every custom_id exactly once,
 // each with what an uninterrupted run gives.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
@@ -144,23 +140,7 @@ TEST_CASE("an OpenAI Batch file of 50 chat requests: Batch-shaped output, kill a
 
   // Killed once some lines exist, then resumed.
   const std::string out = dir + "/killed.jsonl";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    std::vector<std::string> args = args_for(out);
-    std::vector<char*> argv = {const_cast<char*>(ZINF_BINARY)};
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(ZINF_BINARY, argv.data());
-    _exit(127);
-  }
-  for (int waited = 0; waited < 24000 && Lines(ReadFile(out)).size() < 5; ++waited) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  InterruptZinfAfterLines(args_for(out), out, 5, SIGKILL);
   const size_t kept = Lines(ReadFile(out)).size();
   CHECK(kept >= 5);
   std::vector<std::string> resume = args_for(out);
