@@ -128,8 +128,10 @@ void RunGenerate(GenerateOptions options) {
       RunFingerprint(checkpoint, options.prompts, options.defaults, options.session);
   // Another template gives chat prompts other tokens, so a resumed run must render with the same.
   if (!chat_templates.empty()) {
-    std::string sources = chat_templates.For(false)->source();
-    if (const formats::ChatTemplate* tools = chat_templates.For(true)) sources += tools->source();
+    const formats::ChatTemplate* plain = chat_templates.For(false);
+    const formats::ChatTemplate* tools = chat_templates.For(true);  // plain when no tool_use
+    std::string sources = plain->source();
+    if (tools != plain) sources += tools->source();
     fingerprint["settings"]["chat-template"] =
         fmt::format("{:016x}", XXH3_64bits(sources.data(), sources.size()));
   }
