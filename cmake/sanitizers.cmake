@@ -15,6 +15,7 @@ if(ZINF_FUZZ)
   # it out (the fuzz targets link only what the parsers use; the tests and zinf need GCC here).
   set_source_files_properties(${CMAKE_SOURCE_DIR}/cpu/matmul.cpp
                               ${CMAKE_SOURCE_DIR}/cpu/matmul_quant.cpp
+                              ${CMAKE_SOURCE_DIR}/cpu/matmul_q4.cpp
                               PROPERTIES HEADER_FILE_ONLY ON)
 endif()
 

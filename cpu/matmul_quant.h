@@ -1,7 +1,6 @@
 // Matrix products of f32 activations with int8 and int4 weights (no layer is ever expanded to
-// floats): int8 as integer dot products with the activations quantized in blocks of 32, int4
-// dequantized in registers (from 8 tokens on, ~512 KiB of rows at a time into a scratch the float
-// kernel multiplies: cpu_matmul_q4_batched.h). Same contract as cpu::MatMulRows: an output
+// floats): both as integer dot products with the activations quantized to int8, int8 in blocks
+// of 32, int4 in blocks of its group (cpu/matmul_q4.h). Same contract as cpu::MatMulRows: an output
 // element's value depends only on its row and token, never on the batch, tiling or thread count.
 #pragma once
 

@@ -21,26 +21,27 @@ constexpr float kTinyBlockMax = 1e-30f;
 
 // A block whose values need no quantizing: zeros with `scale` (0 for a tiny block, NaN for a
 // non-finite one).
-void WriteFlatBlock(int8_t* values, float* scale, float value) {
-  std::memset(values, 0, kQ8BlockElements);
+void WriteFlatBlock(int8_t* values, int count, float* scale, float value) {
+  std::memset(values, 0, static_cast<size_t>(count));
   *scale = value;
 }
 
-void QuantizeBlockPortable(const float* x, int8_t* values, float* scale) {
+// A block of `count` values (a multiple of 32, at most kQ8MaxBlockElements).
+void QuantizeBlockPortable(const float* x, int count, int8_t* values, float* scale) {
   float max_abs = 0;
   bool has_nan = false;
-  for (int i = 0; i < kQ8BlockElements; ++i) {
+  for (int i = 0; i < count; ++i) {
     const float a = std::fabs(x[i]);
     has_nan |= std::isnan(a);
     max_abs = max_abs < a ? a : max_abs;  // as _mm256_max_ps(a, max_abs): a NaN keeps max_abs
   }
   if (has_nan || std::isinf(max_abs)) {
-    return WriteFlatBlock(values, scale, std::numeric_limits<float>::quiet_NaN());
+    return WriteFlatBlock(values, count, scale, std::numeric_limits<float>::quiet_NaN());
   }
-  if (max_abs < kTinyBlockMax) return WriteFlatBlock(values, scale, 0.0f);
+  if (max_abs < kTinyBlockMax) return WriteFlatBlock(values, count, scale, 0.0f);
   *scale = max_abs / 127.0f;
   const float inverse = 127.0f / max_abs;
-  for (int i = 0; i < kQ8BlockElements; ++i) {
+  for (int i = 0; i < count; ++i) {
     float q = std::nearbyint(x[i] * inverse);
     q = q > -127.0f ? q : -127.0f;  // as _mm256_max_ps(q, -127)
     q = q < 127.0f ? q : 127.0f;    // as _mm256_min_ps(q, 127)
@@ -48,40 +49,41 @@ void QuantizeBlockPortable(const float* x, int8_t* values, float* scale) {
   }
 }
 
-__attribute__((target("avx2,fma"))) void QuantizeBlockAvx2(const float* x, int8_t* values,
-                                                           float* scale) {
-  __m256 v[4];
+__attribute__((target("avx2,fma"))) void QuantizeBlockAvx2(const float* x, int count,
+                                                           int8_t* values, float* scale) {
   __m256 max_abs = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(x + 8 * i);
-    max_abs = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[i]), max_abs);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q));
+  for (int i = 0; i < count; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    max_abs = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v), max_abs);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   }
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(max_abs), _mm256_extractf128_ps(max_abs, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
   const float block_max = _mm_cvtss_f32(m4);
   if (_mm256_movemask_ps(nan) != 0 || std::isinf(block_max)) {
-    return WriteFlatBlock(values, scale, std::numeric_limits<float>::quiet_NaN());
+    return WriteFlatBlock(values, count, scale, std::numeric_limits<float>::quiet_NaN());
   }
-  if (block_max < kTinyBlockMax) return WriteFlatBlock(values, scale, 0.0f);
+  if (block_max < kTinyBlockMax) return WriteFlatBlock(values, count, scale, 0.0f);
   *scale = block_max / 127.0f;
   const __m256 inverse = _mm256_set1_ps(127.0f / block_max);
   const __m256 low = _mm256_set1_ps(-127.0f), high = _mm256_set1_ps(127.0f);
-  __m256i ints[4];
-  for (int i = 0; i < 4; ++i) {
-    __m256 q = _mm256_round_ps(_mm256_mul_ps(v[i], inverse),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    q = _mm256_min_ps(_mm256_max_ps(q, low), high);
-    ints[i] = _mm256_cvtps_epi32(q);
+  for (int chunk = 0; chunk < count; chunk += 32) {
+    __m256i ints[4];
+    for (int i = 0; i < 4; ++i) {
+      __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + chunk + 8 * i), inverse),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm256_min_ps(_mm256_max_ps(q, low), high);
+      ints[i] = _mm256_cvtps_epi32(q);
+    }
+    // The packs interleave 128-bit halves; the permutation puts the 32 bytes back in order.
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(ints[0], ints[1]),
+                                              _mm256_packs_epi32(ints[2], ints[3]));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + chunk),
+                        _mm256_permutevar8x32_epi32(packed, order));
   }
-  // The packs interleave 128-bit halves; the permutation puts the 32 bytes back in order.
-  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(ints[0], ints[1]),
-                                            _mm256_packs_epi32(ints[2], ints[3]));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(values),
-                      _mm256_permutevar8x32_epi32(packed, order));
 }
 
 struct Buffer {
@@ -91,20 +93,21 @@ struct Buffer {
 
 }  // namespace
 
-void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2) {
-  const int64_t blocks = Q8Blocks(cols);
+void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2,
+                   int block_elements) {
+  const int64_t blocks = (cols + block_elements - 1) / block_elements;
   for (int64_t b = 0; b < blocks; ++b) {
-    const float* block = x + b * kQ8BlockElements;
-    float padded[kQ8BlockElements];
-    const int64_t count = std::min<int64_t>(kQ8BlockElements, cols - b * kQ8BlockElements);
-    if (count < kQ8BlockElements) {  // the partial last block, padded with zeros
-      std::fill(std::copy(block, block + count, padded), padded + kQ8BlockElements, 0.0f);
+    const float* block = x + b * block_elements;
+    float padded[kQ8MaxBlockElements];
+    const int64_t count = std::min<int64_t>(block_elements, cols - b * block_elements);
+    if (count < block_elements) {  // the partial last block, padded with zeros
+      std::fill(std::copy(block, block + count, padded), padded + block_elements, 0.0f);
       block = padded;
     }
     if (use_avx2) {
-      QuantizeBlockAvx2(block, values + b * kQ8BlockElements, scales + b);
+      QuantizeBlockAvx2(block, block_elements, values + b * block_elements, scales + b);
     } else {
-      QuantizeBlockPortable(block, values + b * kQ8BlockElements, scales + b);
+      QuantizeBlockPortable(block, block_elements, values + b * block_elements, scales + b);
     }
   }
 }

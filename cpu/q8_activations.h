@@ -8,16 +8,20 @@
 namespace zinf::cpu {
 
 inline constexpr int kQ8BlockElements = 32;
+// The widest block QuantizeRowQ8 takes (the int4 kernels quantize in blocks of the weights' group).
+inline constexpr int kQ8MaxBlockElements = 128;
 
 // Blocks per row of `cols` values (the last one may be partial, padded with zeros).
 inline int64_t Q8Blocks(int64_t cols) { return (cols + kQ8BlockElements - 1) / kQ8BlockElements; }
 
-// Quantizes one row: values[Q8Blocks(cols) × 32], scales[Q8Blocks(cols)]. Per block, with m the
+// Quantizes one row in blocks of `block_elements` (32, 64 or 128; the int8 kernels use 32):
+// values[blocks × block_elements], scales[blocks]. Per block, with m the
 // largest |x|: scale = m / 127 and q = clamp(nearbyint(x · (127 / m)), −127, 127). A block with
 // m below 1e-30 (127 / m would overflow) is zeros with scale 0; one holding a NaN or an infinity
 // is zeros with a NaN scale, so every product it enters is NaN. The AVX2 version writes the same
 // bytes as the portable one.
-void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2);
+void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2,
+                   int block_elements = kQ8BlockElements);
 
 // Quantized tokens [0, num_tokens): token t's blocks at values + t × blocks × 32, its scales at
 // scales + t × blocks.

@@ -318,31 +318,34 @@ void CudaBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor o
   ZINF_CHECK(x.cols == w.cols && out.cols == w.rows && x.rows == out.rows,
              "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, w.rows, w.cols,
              out.rows, out.cols);
-  if (w.dtype == DType::kI8 && compute_ == ComputeType::kF32) {
-    MatMulInt8AsCpu(x, w, out);
-  } else {
-    MatMulGemm(x, w, out);
-  }
+  const bool quantized = w.dtype == DType::kI8 || w.dtype == DType::kQ4;
+  quantized&& compute_ == ComputeType::kF32 ? MatMulQuantizedAsCpu(x, w, out)
+                                            : MatMulGemm(x, w, out);
   if (bias) CheckCuda(kn::AddBias(Floats(out), out.rows, Ref(bias), stream_), "bias add");
 }
 
-// f32 compute reproduces the CPU backend, whose int8 kernels quantize the activations too: the
-// same arithmetic here (kernels_q8.cu) gives its tokens, where a dequantized GEMM would not.
-void CudaBackend::MatMulInt8AsCpu(Tensor x, const Weight& w, Tensor out) {
-  constexpr int64_t kQ8Block = 32;
-  const int64_t blocks = (x.cols + kQ8Block - 1) / kQ8Block;
-  const uint64_t value_bytes =
-      (static_cast<uint64_t>(x.rows * blocks * kQ8Block) + 255) / 256 * 256;
+// f32 compute reproduces the CPU's int8 / int4 kernels, which quantize the activations too (blocks
+// of 32; of the group for int4): so it gives the CPU's tokens, where a dequantized GEMM would not.
+void CudaBackend::MatMulQuantizedAsCpu(Tensor x, const Weight& w, Tensor out) {
+  const int64_t block = w.dtype == DType::kQ4 ? w.group_size : 32;
+  const int64_t blocks = (x.cols + block - 1) / block;
+  const uint64_t value_bytes = (static_cast<uint64_t>(x.rows * blocks * block) + 255) / 256 * 256;
   const uint64_t scale_bytes = static_cast<uint64_t>(x.rows * blocks) * sizeof(float);
   ZINF_CHECK(value_bytes + scale_bytes <= plan_.gemm_input_bytes,
              "quantized [{},{}] activations exceed the {} bytes planned", x.rows, x.cols,
              plan_.gemm_input_bytes);
   auto* values = static_cast<int8_t*>(cast_buffer_);
   auto* scales = reinterpret_cast<float*>(static_cast<char*>(cast_buffer_) + value_bytes);
-  CheckCuda(kn::QuantizeQ8(Floats(x), x.rows, x.cols, values, scales, stream_),
-            "quantizing activations for int8 weights");
-  CheckCuda(kn::MatMulQ8(values, scales, x.rows, Ref(w), Floats(out), stream_),
-            "int8 matrix product");
+  CheckCuda(
+      kn::QuantizeQ8(Floats(x), x.rows, x.cols, static_cast<int>(block), values, scales, stream_),
+      "quantizing activations for quantized weights");
+  if (w.dtype == DType::kQ4) {
+    CheckCuda(kn::MatMulQ4(values, scales, x.rows, Ref(w), Floats(out), stream_),
+              "int4 matrix product");
+  } else {
+    CheckCuda(kn::MatMulQ8(values, scales, x.rows, Ref(w), Floats(out), stream_),
+              "int8 matrix product");
+  }
 }
 
 void CudaBackend::MatMulGemm(Tensor x, const Weight& w, Tensor out) {

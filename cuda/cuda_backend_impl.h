@@ -94,8 +94,8 @@ class CudaBackend final : public Backend {
   kernels::RowMap UploadRowMap(std::span<const SequenceChunk> chunks);
   kernels::WeightRef Ref(const Weight& w) const;
   GemmOperand PrepareWeight(const Weight& w);
-  // MatMul without the bias: the CPU's int8 arithmetic (f32 compute), or a cuBLAS GEMM.
-  void MatMulInt8AsCpu(Tensor x, const Weight& w, Tensor out);
+  // MatMul without the bias: the CPU's int8 / int4 arithmetic (f32 compute), or a cuBLAS GEMM.
+  void MatMulQuantizedAsCpu(Tensor x, const Weight& w, Tensor out);
   void MatMulGemm(Tensor x, const Weight& w, Tensor out);
   kernels::KvLayer KvLayerView(int layer) const;
   uint64_t KvElementBytes() const;

@@ -58,12 +58,15 @@ using Status = cudaError_t;
 Status CastF32(const float* in, int64_t count, GemmType to, void* out, cudaStream_t stream);
 // A whole matrix of any WeightType as [rows, cols] f32/f16/bf16.
 Status DequantizeMatrix(const WeightRef& w, GemmType to, void* out, cudaStream_t stream);
-// int8 weights in the CPU backend's arithmetic (kernels_q8.cu): QuantizeQ8 turns [rows, cols]
-// activations into blocks of 32 int8 values (values[rows][blocks × 32]) with a scale each
-// (scales[rows][blocks]); MatMulQ8 then writes out[tokens, w.rows] = x·wᵀ (no bias).
-Status QuantizeQ8(const float* x, int64_t rows, int64_t cols, int8_t* values, float* scales,
-                  cudaStream_t stream);
+// int8 and int4 weights in the CPU backend's arithmetic (kernels_q8.cu, kernels_q4.cu):
+// QuantizeQ8 turns [rows, cols] activations into blocks of `block` int8 values (32 for int8
+// weights, the group for int4; values[rows][blocks × block]) with a scale each
+// (scales[rows][blocks]); MatMulQ8 / MatMulQ4 then write out[tokens, w.rows] = x·wᵀ (no bias).
+Status QuantizeQ8(const float* x, int64_t rows, int64_t cols, int block, int8_t* values,
+                  float* scales, cudaStream_t stream);
 Status MatMulQ8(const int8_t* xq, const float* x_scales, int64_t tokens, const WeightRef& w,
+                float* out, cudaStream_t stream);
+Status MatMulQ4(const int8_t* xq, const float* x_scales, int64_t tokens, const WeightRef& w,
                 float* out, cudaStream_t stream);
 
 Status Embed(const int* ids, int rows, const WeightRef& table, float* out, cudaStream_t stream);

@@ -11,19 +11,20 @@ namespace zinf::cuda::kernels {
 
 namespace {
 
-constexpr int kBlock = 32;              // activation values per scale (kQ8BlockElements)
+constexpr int kBlock = 32;               // activation values per scale (kQ8BlockElements)
 constexpr float kTinyBlockMax = 1e-30f;  // below it 127 / max would overflow: a zero block
-constexpr int kLanes = 8;               // the CPU kernel's vector lanes, 4 elements each
+constexpr int kLanes = 8;                // the CPU kernel's vector lanes, 4 elements each
 
-// One block of 32 activations of one token, as QuantizeBlockPortable does it.
+// One block of `width` activations (32, or an int4 group) of one token, as
+// QuantizeBlockPortable does it.
 __global__ void QuantizeQ8Kernel(const float* __restrict__ x, int64_t rows, int64_t cols,
-                                 int64_t blocks, int8_t* __restrict__ values,
+                                 int64_t blocks, int width, int8_t* __restrict__ values,
                                  float* __restrict__ scales) {
   const int64_t index = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (index >= rows * blocks) return;
   const int64_t row = index / blocks, block = index % blocks;
-  const float* in = x + row * cols + block * kBlock;
-  const int64_t count = min(int64_t{kBlock}, cols - block * kBlock);  // the rest is zero padding
+  const float* in = x + row * cols + block * width;
+  const int64_t count = min(int64_t{width}, cols - block * width);  // the rest is zero padding
   float max_abs = 0;
   bool has_nan = false;
   for (int i = 0; i < count; ++i) {
@@ -31,15 +32,15 @@ __global__ void QuantizeQ8Kernel(const float* __restrict__ x, int64_t rows, int6
     has_nan |= isnan(a);
     max_abs = max_abs < a ? a : max_abs;
   }
-  int8_t* out = values + index * kBlock;
+  int8_t* out = values + index * width;
   if (has_nan || isinf(max_abs) || max_abs < kTinyBlockMax) {
-    for (int i = 0; i < kBlock; ++i) out[i] = 0;
+    for (int i = 0; i < width; ++i) out[i] = 0;
     scales[index] = has_nan || isinf(max_abs) ? __int_as_float(0x7fc00000) : 0.0f;
     return;
   }
   scales[index] = __fdiv_rn(max_abs, 127.0f);
   const float inverse = __fdiv_rn(127.0f, max_abs);
-  for (int i = 0; i < kBlock; ++i) {
+  for (int i = 0; i < width; ++i) {
     float q = i < count ? rintf(__fmul_rn(in[i], inverse)) : 0.0f;
     q = q > -127.0f ? q : -127.0f;
     q = q < 127.0f ? q : 127.0f;
@@ -82,22 +83,22 @@ __global__ void MatMulQ8Kernel(const int8_t* __restrict__ xq, const float* __res
   acc = __fadd_rn(acc, __shfl_down_sync(group, acc, 2, kLanes));
   acc = __fadd_rn(acc, __shfl_down_sync(group, acc, 1, kLanes));
   if (active && lane == 0) {
-    const float row_scale = reinterpret_cast<const float*>(
-        static_cast<const char*>(w.data) + w.scales_offset)[row];
+    const float row_scale =
+        reinterpret_cast<const float*>(static_cast<const char*>(w.data) + w.scales_offset)[row];
     out[token * w.rows + row] = __fmul_rn(acc, row_scale);
   }
 }
 
 }  // namespace
 
-Status QuantizeQ8(const float* x, int64_t rows, int64_t cols, int8_t* values, float* scales,
-                  cudaStream_t stream) {
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+Status QuantizeQ8(const float* x, int64_t rows, int64_t cols, int block, int8_t* values,
+                  float* scales, cudaStream_t stream) {
+  const int64_t blocks = (cols + block - 1) / block;
   constexpr int kThreads = 256;
   const int64_t grid = (rows * blocks + kThreads - 1) / kThreads;
   if (grid == 0) return cudaSuccess;
   QuantizeQ8Kernel<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, rows, cols, blocks,
-                                                                         values, scales);
+                                                                         block, values, scales);
   return cudaGetLastError();
 }
 
@@ -107,8 +108,8 @@ Status MatMulQ8(const int8_t* xq, const float* x_scales, int64_t tokens, const W
   constexpr int kThreads = 256;
   const int64_t grid = (tokens * w.rows * kLanes + kThreads - 1) / kThreads;
   if (grid == 0) return cudaSuccess;
-  MatMulQ8Kernel<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(xq, x_scales, tokens,
-                                                                       blocks, w, out);
+  MatMulQ8Kernel<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(xq, x_scales, tokens, blocks,
+                                                                       w, out);
   return cudaGetLastError();
 }
 

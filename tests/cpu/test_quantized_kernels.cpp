@@ -104,15 +104,16 @@ TEST_CASE("a constant row quantizes exactly") {
   }
 }
 
-// The activations an int8 kernel multiplies: each token's row through its Q8 blocks and back.
-std::vector<float> Q8RoundTrip(const std::vector<float>& x, int64_t tokens, int64_t cols) {
-  const int64_t blocks = cpu::Q8Blocks(cols);
-  std::vector<int8_t> values(blocks * cpu::kQ8BlockElements);
+// The activations a quantized kernel multiplies: each token's row through its int8 blocks (32
+// elements for int8 weights, the group for int4) and back.
+std::vector<float> Q8RoundTrip(const std::vector<float>& x, int64_t tokens, int64_t cols,
+                               int block = cpu::kQ8BlockElements) {
+  const int64_t blocks = (cols + block - 1) / block;
+  std::vector<int8_t> values(blocks * block);
   std::vector<float> scales(blocks), out(x.size());
   for (int64_t t = 0; t < tokens; ++t) {
-    cpu::QuantizeRowQ8(&x[t * cols], cols, values.data(), scales.data(), false);
-    for (int64_t c = 0; c < cols; ++c)
-      out[t * cols + c] = values[c] * scales[c / cpu::kQ8BlockElements];
+    cpu::QuantizeRowQ8(&x[t * cols], cols, values.data(), scales.data(), false, block);
+    for (int64_t c = 0; c < cols; ++c) out[t * cols + c] = values[c] * scales[c / block];
   }
   return out;
 }
@@ -121,8 +122,8 @@ namespace {
 
 void CheckQuantizedMatMulFloat64(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  // int8 multiplies the activations' Q8 blocks (exactly representable as q · scale); int4 the
-  // f32 activations. Both multiply the dequantized weights.
+  // Both multiply the activations' int8 blocks (exactly representable as q · scale): of 32 for
+  // int8, of the group for int4; and the dequantized weights.
   struct Shape {
     DType dtype;
     int64_t rows, cols;
@@ -140,8 +141,9 @@ void CheckQuantizedMatMulFloat64(cpu::CpuIsa isa) {
     const Weight bias{bias_values.data(), DType::kF32, 1, shape.rows, 0};
     const int64_t tokens = 5;
     const std::vector<float> x = RandomValues(tokens * shape.cols, 5);
-    const std::vector<float> operand =
-        shape.dtype == DType::kI8 ? Q8RoundTrip(x, tokens, shape.cols) : x;
+    const std::vector<float> operand = shape.dtype == DType::kI8
+                                           ? Q8RoundTrip(x, tokens, shape.cols)
+                                           : Q8RoundTrip(x, tokens, shape.cols, shape.group_size);
     std::vector<float> dequantized(shape.rows * shape.cols);
     for (int64_t r = 0; r < shape.rows; ++r)
       DequantizeRow(q.weight, r, &dequantized[r * shape.cols]);
@@ -294,13 +296,12 @@ namespace {
 
 void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  // From 8 tokens on, rows are dequantized a block at a time and multiplied by the float kernel
-  // (cpu_matmul_q4_batched.h); below, the int4 kernels read the nibbles directly. Both must give
-  // the portable bits, with biases in f32 and bf16 (a block's bias starts mid-vector), partial
-  // blocks and groups, and row ranges split as a thread pool would.
+  // One token streams 16-row tiles; several run tiles of each group size's shape, with narrower
+  // tiles for the tokens and rows left over. All must give the portable bits, with biases in f32
+  // and bf16, partial blocks and groups, and row ranges split as a thread pool would.
   for (int group_size : {32, 64, 128}) {
     for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
-      const int64_t rows = 37;  // at 1040 and 4100 columns, several dequantized blocks
+      const int64_t rows = 37;  // two 16-row decode tiles, then a pair and an odd row
       QuantizedMatrix q(RandomValues(rows * cols, 51 + cols), DType::kQ4, rows, cols, group_size);
       const std::vector<float> bias_f32 = RandomValues(rows, 52);
       std::vector<uint16_t> bias_bf16(rows);
@@ -308,7 +309,7 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
       const Weight biases[] = {{bias_f32.data(), DType::kF32, 1, rows, 0},
                                {bias_bf16.data(), DType::kBF16, 1, rows, 0}};
       for (const Weight& bias : biases) {
-        for (int64_t tokens : {1, 7, 8, 9, 17, 40}) {
+        for (int64_t tokens : {1, 2, 7, 8, 9, 17, 40}) {
           std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
           x[tokens * cols - 1] = -50.0f;
           std::vector<float> portable(tokens * rows);

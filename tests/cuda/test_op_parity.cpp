@@ -27,8 +27,9 @@ const char* ComputeName(cuda::ComputeType compute) {
 }
 
 // The operand type the GPU multiplies a weight of `dtype` in, under `compute`. The CPU's int8
-// kernel also quantises each token's activations to int8 blocks (relative error ~2e-3): under
-// f32 compute the GPU does the same (kernels_q8.cu), under bf16 it keeps them in bf16.
+// and int4 kernels also quantise each token's activations to int8 blocks (relative error ~2e-3):
+// under f32 compute the GPU does the same (kernels_q8.cu, kernels_q4.cu), under bf16 it keeps
+// them in bf16.
 double MatMulThreshold(DType dtype, cuda::ComputeType compute) {
   if (dtype == DType::kF16) return kF16;
   if (dtype == DType::kBF16) return kBf16;
@@ -68,24 +69,32 @@ TEST_CASE("cuda op parity: matmul with bias for every weight dtype and both comp
   }
 }
 
-TEST_CASE("cuda op parity: int8 weights under f32 compute give the CPU's outputs bit for bit") {
-  // 172 inputs (stories260K's FFN width): a partial last activation block and rows whose length
-  // is not a multiple of 4.
-  OpFixture fixture(OpTestConfig(4, 2, 40), SmallLimits(),
-                    {{"w", DType::kI8, 96, 172, 0}, {"bias", DType::kF32, 1, 96}},
-                    cuda::ComputeType::kF32, 23);
-  for (const int rows : {1, 7, 64}) {
-    INFO(rows << " rows");
-    TensorPair x = fixture.Random(rows, 172, 3.0f);
-    TensorPair out = fixture.Poisoned(rows, 96);
-    fixture.cpu().MatMul(x.cpu, fixture.CpuWeight("w"), fixture.CpuWeight("bias"), out.cpu);
-    fixture.gpu().MatMul(x.gpu, fixture.GpuWeight("w"), fixture.GpuWeight("bias"), out.gpu);
-    const std::vector<float> cpu = fixture.Read(fixture.cpu(), out.cpu);
-    const std::vector<float> gpu = fixture.Read(fixture.gpu(), out.gpu);
-    REQUIRE(cpu.size() == gpu.size());
-    size_t differing = 0;
-    for (size_t i = 0; i < cpu.size(); ++i) differing += cpu[i] != gpu[i];
-    CHECK(differing == 0);
+TEST_CASE(
+    "cuda op parity: int8 and int4 weights under f32 compute give the CPU's outputs bit for bit") {
+  // 172 inputs (stories260K's FFN width): a partial last activation block or group and rows whose
+  // length is not a multiple of 4.
+  struct Case {
+    DType dtype;
+    int group_size;
+  };
+  for (const Case c :
+       {Case{DType::kI8, 0}, Case{DType::kQ4, 32}, Case{DType::kQ4, 64}, Case{DType::kQ4, 128}}) {
+    OpFixture fixture(OpTestConfig(4, 2, 40), SmallLimits(),
+                      {{"w", c.dtype, 96, 172, c.group_size}, {"bias", DType::kF32, 1, 96}},
+                      cuda::ComputeType::kF32, 23);
+    for (const int rows : {1, 7, 64}) {
+      INFO(DTypeName(c.dtype) << " g" << c.group_size << ", " << rows << " rows");
+      TensorPair x = fixture.Random(rows, 172, 3.0f);
+      TensorPair out = fixture.Poisoned(rows, 96);
+      fixture.cpu().MatMul(x.cpu, fixture.CpuWeight("w"), fixture.CpuWeight("bias"), out.cpu);
+      fixture.gpu().MatMul(x.gpu, fixture.GpuWeight("w"), fixture.GpuWeight("bias"), out.gpu);
+      const std::vector<float> cpu = fixture.Read(fixture.cpu(), out.cpu);
+      const std::vector<float> gpu = fixture.Read(fixture.gpu(), out.gpu);
+      REQUIRE(cpu.size() == gpu.size());
+      size_t differing = 0;
+      for (size_t i = 0; i < cpu.size(); ++i) differing += cpu[i] != gpu[i];
+      CHECK(differing == 0);
+    }
   }
 }
 

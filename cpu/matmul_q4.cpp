@@ -1,0 +1,144 @@
+// The int4 kernels at the portable and AVX2 levels, and the dispatch to AVX-512
+// (cpu/matmul_q4_avx512.cpp). A block of 32 elements is 16 bytes: element j in the low nibble of
+// byte j, element j + 16 in the high one; nibbles are unsigned, so products with the int8
+// activations need no sign trick (AVX2: _mm256_maddubs_epi16(nibbles, x), at most 2 · 15 · 127 per
+// int16 pair, then _mm256_madd_epi16 into the lanes' int32 sums).
+#include "cpu/matmul_q4.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cpu/dot.h"
+#include "cpu/matmul_q4_avx512.h"
+#include "cpu/q4_activations.h"
+#include "cpu/quant_rows.h"
+#include "cpu/tiling.h"
+#include "engine/dtype.h"
+#include "engine/quantized.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+// Σ over the groups of fma(minimum, minimum factor, ·) for one row and token.
+float MinimumSum(const QuantRows& w, int64_t r, const Q4Activations& xa, int64_t t) {
+  const uint16_t* params = w.q4_params(r);
+  float sum = 0.0f;
+  for (int64_t g = 0; g < xa.groups; ++g)
+    sum = std::fma(F16ToF32(params[2 * g + 1]), xa.min_factor(t, g), sum);
+  return sum;
+}
+
+float DotQ4Portable(const Q4Activations& xa, int64_t t, const QuantRows& w, int64_t r) {
+  const int8_t* xq = xa.token_values(t);
+  const uint8_t* nibbles = w.row(r);
+  const uint16_t* params = w.q4_params(r);
+  float lanes[8] = {};
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    int32_t sums[8] = {};
+    for (int64_t k = g * xa.group_size; k < (g + 1) * xa.group_size; ++k)
+      sums[k % kQ4BlockElements / 4] += Q4Nibble(nibbles, k) * xq[k];
+    const float factor = F16ToF32(params[2 * g]) * xa.scale(t, g);
+    for (int lane = 0; lane < 8; ++lane)
+      lanes[lane] = std::fma(static_cast<float>(sums[lane]), factor, lanes[lane]);
+  }
+  return ReduceLanes(lanes) + MinimumSum(w, r, xa, t);
+}
+
+void MatMulQ4Portable(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                      int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float b = bias ? WeightValue(bias, r) : 0.0f;
+    for (int64_t t = 0; t < xa.tokens; ++t)
+      out[t * out_stride + r] = DotQ4Portable(xa, t, w, r) + b;
+  }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+// Block b of a row as 32 bytes of nibbles in element order.
+inline __m256i UnpackBlock(const uint8_t* row, int64_t b) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * 16));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes),
+                          _mm256_set1_epi8(0x0f));
+}
+
+inline float FinishLanes(__m256 acc) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  return ReduceLanes(lanes);
+}
+
+// kRows rows × kTokens tokens; each block's nibbles unpacked once per tile.
+template <int kRows, int kTokens>
+void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
+            float (&results)[kRows][kTokens]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  __m256 acc[kRows][kTokens];
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    __m256i sums[kRows][kTokens];
+    for (int r = 0; r < kRows; ++r)
+      for (int t = 0; t < kTokens; ++t) sums[r][t] = _mm256_setzero_si256();
+    for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
+      __m256i wv[kRows];
+      for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(w.row(row + r), b);
+      for (int t = 0; t < kTokens; ++t) {
+        const __m256i xv = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(xa.token_values(token + t) + b * kQ4BlockElements));
+        for (int r = 0; r < kRows; ++r) {
+          const __m256i products = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones);
+          sums[r][t] = _mm256_add_epi32(sums[r][t], products);
+        }
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const float scale = _cvtsh_ss(w.q4_params(row + r)[2 * g]);
+      for (int t = 0; t < kTokens; ++t) {
+        const __m256 factor = _mm256_set1_ps(scale * xa.scale(token + t, g));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][t]), factor, acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t)
+      results[r][t] = FinishLanes(acc[r][t]) + MinimumSum(w, row + r, xa, token + t);
+}
+
+void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+    float results[kRows][kTokens];
+    Q4Tile<kRows, kTokens>(xa, t, w, r, results);
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
+  };
+  // 16 ymm: 2 × 3 int32 sums and as many f32 accumulators, 2 weight blocks, a token's block and
+  // the constant ones. One token: 4 rows.
+  ForEachTile<2, 3, 4>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);
+}
+
+#pragma GCC pop_options
+
+}  // namespace
+
+void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+              const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+              int64_t row_end, CpuIsa isa) {
+  const QuantRows rows(w);
+  const Q4Activations xa =
+      PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size, isa != CpuIsa::kPortable);
+  if (isa == CpuIsa::kAvx512) {
+    MatMulQ4Avx512(xa, rows, bias, out, out_stride, row_begin, row_end);
+  } else if (isa == CpuIsa::kAvx2) {
+    MatMulQ4Avx2(xa, rows, bias, out, out_stride, row_begin, row_end);
+  } else {
+    MatMulQ4Portable(xa, rows, bias, out, out_stride, row_begin, row_end);
+  }
+}
+
+}  // namespace zinf::cpu

@@ -1,0 +1,51 @@
+// The int4 kernels' activations: int8 groups from QuantizeRowQ8, then each group's scale and
+// minimum factor moved to the group-major tables the tiles read.
+#include "cpu/q4_activations.h"
+
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+#include "cpu/q8_activations.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+struct Buffers {
+  std::vector<int8_t> values;
+  std::vector<float> row_scales;  // one token's, [groups]
+  std::vector<float> scales;
+  std::vector<float> min_factors;
+};
+
+template <typename T>
+T* Grown(std::vector<T>& buffer, int64_t count) {
+  if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+}  // namespace
+
+Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num_tokens,
+                                   int64_t cols, int group_size, bool use_avx2) {
+  thread_local Buffers buffers;
+  const int64_t groups = (cols + group_size - 1) / group_size;
+  int8_t* values = Grown(buffers.values, num_tokens * groups * group_size);
+  float* row_scales = Grown(buffers.row_scales, groups);
+  float* scales = Grown(buffers.scales, num_tokens * groups);
+  float* min_factors = Grown(buffers.min_factors, num_tokens * groups);
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    int8_t* row = values + t * groups * group_size;
+    QuantizeRowQ8(x + t * x_stride, cols, row, row_scales, use_avx2, group_size);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int8_t* group = row + g * group_size;
+      const int32_t sum = std::accumulate(group, group + group_size, int32_t{0});
+      scales[g * num_tokens + t] = row_scales[g];
+      min_factors[g * num_tokens + t] = row_scales[g] * static_cast<float>(sum);
+    }
+  }
+  return {values, scales, min_factors, num_tokens, groups, group_size};
+}
+
+}  // namespace zinf::cpu

@@ -1,0 +1,34 @@
+// f32 activation rows prepared for the int4 weight kernels: quantized to int8 in blocks of the
+// weights' group size (cpu/q8_activations.h's rounding, one f32 scale per token and group), plus,
+// per group, the factor its minimum multiplies: scale × Σ of the group's int8 values.
+#pragma once
+
+#include <cstdint>
+
+namespace zinf::cpu {
+
+// Tokens [0, tokens) of one call. A token's values are its row padded with zeros to
+// groups × group_size; scales and minimum factors are stored group-major ([groups][tokens]) so a
+// tile reads consecutive tokens' factors of one group with one load.
+struct Q4Activations {
+  const int8_t* values = nullptr;
+  const float* scales = nullptr;
+  const float* min_factors = nullptr;
+  int64_t tokens = 0;
+  int64_t groups = 0;
+  int group_size = 0;
+
+  const int8_t* token_values(int64_t t) const { return values + t * groups * group_size; }
+  float scale(int64_t t, int64_t g) const { return scales[g * tokens + t]; }
+  float min_factor(int64_t t, int64_t g) const { return min_factors[g * tokens + t]; }
+  const float* group_min_factors(int64_t g) const { return min_factors + g * tokens; }
+};
+
+// Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into buffers
+// owned by the calling thread, grown only (the step loop stops allocating once it has seen its
+// largest batch). min_factor = scale × float(Σ values), one f32 product. Valid until the thread's
+// next call.
+Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num_tokens,
+                                   int64_t cols, int group_size, bool use_avx2);
+
+}  // namespace zinf::cpu
