@@ -8,8 +8,8 @@
 # 1-token prompt + 64 new tokens for decode; 128-token prompts + 1 new token for prefill), resident
 # weights, interleaved so that machine noise hits both. Int8 rows compare `zinf convert --dtype int8`
 # with llama-quantize's Q8_0 of the same F32 GGUF; they are skipped when zinf refuses int8.
-# It also measures the DRAM read bandwidth with all cores (a small C program compiled to a temporary
-# directory) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
+# It also measures the DRAM read bandwidth with all cores (`zinf calibrate --dram-only`: median and
+# spread of 9 passes) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
 # (every matrix once, plus one embedding row; KV-cache reads are left out, small at 64 tokens).
 #
 # llama.cpp is not part of zinf and is not built here: build it yourself from its public source (CPU,
@@ -68,82 +68,19 @@ log="$work/run.log"
 note() { echo "$*" >&2; echo "$*" >> "$log"; }
 
 # ------------------------------------------------------------------ DRAM read bandwidth, all cores
-measure_bandwidth() {
-  local tmp
-  tmp=$(mktemp -d /tmp/zinf-membw.XXXXXX)
-  cat > "$tmp/membw.c" <<'EOF'
-// Read bandwidth: every thread sums 64-bit words of its own slice of a buffer far larger than the
-// last-level cache (first-touched by that thread); best of the repetitions, slowest thread's time.
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#define REPS 12
-static size_t words_per_thread;
-static int nthreads;
-static uint64_t **slices;
-static double times[64][REPS];
-static uint64_t sink[64 * 8];
-static pthread_barrier_t barrier;
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static void *worker(void *arg) {
-  int id = (int)(intptr_t)arg;
-  uint64_t *p = aligned_alloc(4096, words_per_thread * 8);
-  for (size_t i = 0; i < words_per_thread; ++i) p[i] = i * 2654435761u + id;
-  slices[id] = p;
-  uint64_t acc = 0;
-  for (int r = 0; r < REPS; ++r) {
-    pthread_barrier_wait(&barrier);
-    double t0 = now();
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i < words_per_thread; i += 4) {
-      s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3];
-    }
-    acc += s0 ^ s1 ^ s2 ^ s3;
-    times[id][r] = now() - t0;
-  }
-  sink[id * 8] = acc;
-  return NULL;
-}
-int main(int argc, char **argv) {
-  nthreads = argc > 1 ? atoi(argv[1]) : 1;
-  size_t total_mib = argc > 2 ? (size_t)atoi(argv[2]) : 1024;
-  if (nthreads < 1 || nthreads > 64) return 1;
-  words_per_thread = (total_mib << 20) / 8 / nthreads / 4 * 4;
-  slices = calloc(nthreads, sizeof *slices);
-  pthread_barrier_init(&barrier, NULL, nthreads);
-  pthread_t th[64];
-  for (int i = 0; i < nthreads; ++i) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
-  for (int i = 0; i < nthreads; ++i) pthread_join(th[i], NULL);
-  double best = 0;
-  for (int r = 1; r < REPS; ++r) {  // repetition 0 is a warm-up
-    double slowest = 0;
-    for (int i = 0; i < nthreads; ++i) if (times[i][r] > slowest) slowest = times[i][r];
-    double gbps = (double)words_per_thread * 8 * nthreads / slowest / 1e9;
-    if (gbps > best) best = gbps;
-  }
-  printf("%.2f\n", best);
-  return sink[0] == 42;  // keeps the sums alive
-}
-EOF
-  cc -O3 -march=native -pthread -o "$tmp/membw" "$tmp/membw.c"
-  "$tmp/membw" "$threads" 2048
-  rm -rf "$tmp"
-}
-
+# zinf's own probe (`zinf calibrate --dram-only`: zinf's thread pool, a 1 GiB buffer first-touched
+# by the threads that read it, a warm-up pass, then the median of 9 passes), the figure the planner
+# uses too; the spread of the passes goes into the report.
 if [ -n "${ZINF_DRAM_GBPS:-}" ]; then
-  dram_gbps=$ZINF_DRAM_GBPS
+  dram_gbps=$ZINF_DRAM_GBPS dram_spread="given"
   note "DRAM read bandwidth: $dram_gbps GB/s (from ZINF_DRAM_GBPS)"
 else
-  dram_gbps=$(measure_bandwidth)
-  note "DRAM read bandwidth, $threads threads: $dram_gbps GB/s"
+  dram_json=$("$zinf" calibrate --dram-only --threads "$threads")
+  dram_gbps=$(echo "$dram_json" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["dram_read_gbps"])')
+  dram_spread=$(echo "$dram_json" | "$py" -c 'import json,sys; r=json.load(sys.stdin); print("%.1f-%.1f over %d passes" % (r["min_gbps"], r["max_gbps"], r["passes"]))')
+  note "DRAM read bandwidth, $threads threads: $dram_gbps GB/s ($dram_spread)"
 fi
+export VS_DRAM_SPREAD=$dram_spread
 
 # ------------------------------------------------------------------ checkpoints
 config_of() {
@@ -296,9 +233,10 @@ bw, threads, repeat = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4]
 l3 = int(os.environ["VS_L3"] or 0)
 print("zinf %s vs llama.cpp %s; %s threads, %s repeats"
       % (os.environ["VS_ZINF_VERSION"], os.environ["VS_LLAMA_COMMIT"], threads, repeat))
-print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, 2 GiB buffer) %.1f GB/s; "
-      "load average at the end %s" % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2",
-                                      l3 >> 20, threads, bw / 1e9, os.environ["VS_LOAD"]))
+print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate --dram-only`) "
+      "%.1f GB/s, median (%s); load average at the end %s"
+      % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2", l3 >> 20, threads,
+         bw / 1e9, os.environ["VS_DRAM_SPREAD"], os.environ["VS_LOAD"]))
 print()
 print("| shape | dtype | test | zinf tok/s | llama.cpp tok/s | zinf / llama.cpp "
       "| bound tok/s (zinf bytes/token) | zinf % of bound | llama.cpp % of bound |")

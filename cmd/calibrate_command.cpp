@@ -1,9 +1,13 @@
-// zinf calibrate [--file PATH] [--threads N]: measures disk, DRAM and compute rates for the planner.
+// zinf calibrate [--file PATH] [--threads N] [--dram-only]: measures disk, DRAM and compute rates
+// for the planner.
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cmd/calibration.h"
 #include "cmd/commands.h"
 #include "cmd/flag_checks.h"
+#include "cpu/probe.h"
 
 namespace zinf::cli {
 
@@ -11,6 +15,7 @@ void AddCalibrateCommand(CLI::App& app) {
   struct Options {
     std::string file;
     int threads = 0;
+    bool dram_only = false;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(
@@ -21,10 +26,24 @@ void AddCalibrateCommand(CLI::App& app) {
                       "default: a temporary 1 GiB file in the cache directory");
   command->add_option("--threads", options->threads, "CPU threads (default: all cores)")
       ->check(IntAtLeast(1, "leave the flag out for all cores"));
+  command->add_flag("--dram-only", options->dram_only,
+                    "only measure the DRAM read rate and print it as JSON on stdout (median and "
+                    "spread of its passes; the cache is left alone): the bench scripts' bound");
   command->callback([options] {
     const int threads = options->threads > 0
                             ? options->threads
                             : static_cast<int>(std::thread::hardware_concurrency());
+    if (options->dram_only) {
+      const cpu::DramReadRate dram = cpu::MeasureDramRead(threads);
+      std::cout << nlohmann::json{{"dram_read_gbps", dram.median_gbps},
+                                  {"min_gbps", dram.min_gbps},
+                                  {"max_gbps", dram.max_gbps},
+                                  {"passes", dram.passes},
+                                  {"threads", threads}}
+                       .dump()
+                << "\n";
+      return;
+    }
     Calibrate(options->file, threads);
   });
 }

@@ -64,7 +64,8 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   if (temporary) fs::remove(file);
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
-  rates.dram_read_gbps = cpu::MeasureDramReadGbps(num_threads);
+  const cpu::DramReadRate dram = cpu::MeasureDramRead(num_threads);
+  rates.dram_read_gbps = dram.median_gbps;
   rates.compute_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kF32);
   rates.int8_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kI8);
   rates.int4_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kQ4);
@@ -81,14 +82,16 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                  "bf16 matrix products {:.0f} TFLOP/s",
                  rates.h2d_gbps, rates.device_gbps, rates.device_tflops);
   }
-  spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s, compute {:.1f} GFLOP/s "
-               "(int8 weights {:.1f}, int4 {:.1f}; {} threads) -> {}",
+  spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
+               "{:.1f}-{:.1f}), compute {:.1f} GFLOP/s (int8 weights {:.1f}, int4 {:.1f}; {} "
+               "threads) -> {}",
                rates.disk_read_gbps, file,
                disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached", rates.dram_read_gbps,
-               rates.compute_gflops, rates.int8_gflops, rates.int4_gflops, num_threads,
-               cache.string());
+               dram.passes, dram.min_gbps, dram.max_gbps, rates.compute_gflops, rates.int8_gflops,
+               rates.int4_gflops, num_threads, cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
+                         {"dram_read_spread_gbps", {dram.min_gbps, dram.max_gbps}},
                          {"compute_gflops", rates.compute_gflops},
                          {"int8_gflops", rates.int8_gflops},
                          {"int4_gflops", rates.int4_gflops},

@@ -5,8 +5,17 @@
 
 namespace zinf::cpu {
 
-// All `num_threads` threads streaming through a buffer far larger than the caches; best of 3.
-double MeasureDramReadGbps(int num_threads);
+// The DRAM read rate of `num_threads` threads of zinf's pool streaming through a 1 GiB buffer
+// (each thread first-touches the part it reads, as the weights' pages are): one warm-up pass,
+// then `passes` timed ones. The median is the figure the planner and the bench scripts use; the
+// spread says how far to trust it.
+struct DramReadRate {
+  double median_gbps = 0;
+  double min_gbps = 0;
+  double max_gbps = 0;
+  int passes = 0;
+};
+DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 
 // The CPU backend's matmul rate at a batch of 32 tokens over a 4096 × 4096 weight stored as
 // `weights` (f32, int8, or int4 in groups of 64); best of 3.
