@@ -23,6 +23,7 @@
 #include "cmd/request_feed.h"
 #include "cmd/results_file.h"
 #include "cmd/resume_check.h"
+#include "cmd/routing_profile_file.h"
 #include "cmd/run_fingerprint.h"
 #include "cmd/run_metrics.h"
 #include "cmd/shard.h"
@@ -47,6 +48,7 @@ struct GenerateOptions {
   SessionOptions session;
   std::string refill = "continuous";
   std::string metrics_json;
+  std::string save_routing;    // --save-routing: where this run's expert use is written
   double progress_every = 30;  // seconds between progress log lines without a terminal
   std::string fault_inject;    // testing only; see cmd/fault_injection.h
   std::string chat_template = "auto";
@@ -150,6 +152,10 @@ void RunGenerate(GenerateOptions options) {
     }
   }
 
+  if (!options.save_routing.empty() && !checkpoint.config.is_moe()) {
+    Fail("--save-routing {}: {} has no experts whose use could be recorded", options.save_routing,
+         options.model_dir);
+  }
   SessionOptions session_options = options.session;
   session_options.max_auto_batch = MaxAutoBatchFor(to_do);
   std::unique_ptr<FaultInjector> faults_injected;
@@ -163,6 +169,11 @@ void RunGenerate(GenerateOptions options) {
   EngineSession session(weights_checkpoint, session_options);
   const WeightIoStats load_stats = session.weights().stats();  // the resident (DRAM-tier) load
   Model& model = session.model();
+  std::optional<RoutingProfile> routing_record;
+  if (!options.save_routing.empty()) {
+    routing_record.emplace(checkpoint.config);
+    model.RecordRouting(&*routing_record);
+  }
   spdlog::info("model {} ({} layers, {}), backend {}, batch {}, context {}",
                checkpoint.config.model_type, checkpoint.config.num_layers,
                checkpoint.weights_description(), session.backend_name(),
@@ -236,6 +247,11 @@ void RunGenerate(GenerateOptions options) {
   metrics.skipped = static_cast<int64_t>(output.done_ids().size());
   metrics.interrupted = interrupted->load();
   metrics.experts = session.model().expert_traffic();
+  if (routing_record) {  // what the finished steps routed, interrupted or not
+    SaveRoutingProfile(options.save_routing, *routing_record, checkpoint.config);
+    spdlog::info("routing profile of this run's {} steps written to {}", metrics.experts.steps,
+                 options.save_routing);
+  }
   spdlog::info("{}{}", shard ? fmt::format("shard {}: ", ShardText(*shard)) : "",
                metrics.SummaryLine());
   if (!options.metrics_json.empty()) {
@@ -299,6 +315,11 @@ void AddGenerateCommand(CLI::App& app) {
                     "log and skip malformed prompt lines instead of failing");
   command->add_flag("--print", options->print, "also print each result's text to stdout");
   AddSessionOptions(command, options->session);
+  command
+      ->add_option("--save-routing", options->save_routing,
+                   "mixture of experts: write how often each expert was used in this run, for "
+                   "--routing-profile (run a representative sample of your prompts)")
+      ->type_name("FILE");
   command->add_option(
       "--metrics-json", options->metrics_json,
       "write the run's metrics (per-tier bytes and GB/s, overlap, % of bound) here");

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "cmd/commands.h"
 #include "cmd/flag_checks.h"
 #include "cmd/plan_json.h"
@@ -65,6 +68,23 @@ void PrintExperts(const Checkpoint& checkpoint, const PlannerInputs& inputs, con
              c.moe.num_experts * share, 100 * share,
              FormatBytes(static_cast<uint64_t>(expert_bytes * share)), FormatBytes(expert_bytes),
              FormatBytes(held_bytes), TierPlace(Tier::kDevice, inputs.backend));
+  if (inputs.routing == nullptr) return;
+  // The profile's view: each expert used by a step with probability 1 − (1 − p)^tokens.
+  double profiled_bytes = 0, held_share = 0, total_share = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    const ExtentInfo& extent = checkpoint.extents[i];
+    if (extent.kind != ExtentKind::kExpert) continue;
+    const double p = std::min(1.0, inputs.routing->TokenShare(extent.layer, extent.expert));
+    profiled_bytes += extent.padded_bytes * (1 - std::pow(1 - p, tokens));
+    total_share += p;
+    if (plan.placement[i] == Tier::kDevice) held_share += p;
+  }
+  fmt::print("routing    from --routing-profile: a step of {} tokens uses {} of expert weights "
+             "(uniform router: {}); the experts held in {} take {:.0f}% of the routed tokens\n",
+             tokens, FormatBytes(static_cast<uint64_t>(profiled_bytes)),
+             FormatBytes(static_cast<uint64_t>(expert_bytes * share)),
+             TierPlace(Tier::kDevice, inputs.backend),
+             total_share > 0 ? 100 * held_share / total_share : 0.0);
 }
 
 void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const Plan& plan) {

@@ -89,6 +89,13 @@ void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
 }
 
 void AddSessionOptions(CLI::App* command, SessionOptions& options, const SessionFlags& flags) {
+  command
+      ->add_option("--routing-profile", options.routing_profile,
+                   "mixture of experts: how often each expert is used, as `zinf generate "
+                   "--save-routing` recorded it; the planner keeps the most used resident first "
+                   "and predicts a step's expert reads from it (default: a uniform router)")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
   if (flags.batch_size) {
     AddParsed(command, "--batch-size", options.batch_size, ParseBatchSize,
               options.batch_size == 0 ? "auto" : std::to_string(options.batch_size),

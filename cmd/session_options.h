@@ -50,6 +50,7 @@ struct SessionOptions {
   std::string cpu_mem;      // e.g. "24G"; empty: this machine's memory
   DeviceChoice device;
   RateOverrides rates;
+  std::string routing_profile;   // --routing-profile: a mixture-of-experts model's measured use
   io::ReadFaultHook fault_hook;  // tests only
 };
 

@@ -7,6 +7,7 @@
 
 #include "cmd/byte_size.h"
 #include "cmd/calibration.h"
+#include "cmd/routing_profile_file.h"
 #include "cuda/cuda_backend.h"
 #include "engine/byte_units.h"
 #include "engine/error.h"
@@ -120,8 +121,13 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
                  options.max_context, trained, trained);
   }
   SessionPlan session;
+  if (!options.routing_profile.empty()) {
+    session.routing = std::make_shared<const RoutingProfile>(
+        LoadRoutingProfile(options.routing_profile, checkpoint.config));
+  }
   session.limits = LimitsFor(checkpoint, options);
   session.inputs = InputsFor(checkpoint, options, session.limits);
+  session.inputs.routing = session.routing.get();
   if (options.batch_size == 0) {
     const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch);
     session.batch_choice = choice.why;
@@ -129,6 +135,7 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
     chosen.batch_size = choice.batch_size;
     session.limits = LimitsFor(checkpoint, chosen);
     session.inputs = InputsFor(checkpoint, chosen, session.limits);
+    session.inputs.routing = session.routing.get();
   }
   session.plan = PlanPlacement(checkpoint, options, session.inputs);
   return session;

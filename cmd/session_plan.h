@@ -3,6 +3,7 @@
 // command, so `zinf plan` prints exactly the plan `zinf generate` runs with the same flags.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "cmd/session_options.h"
@@ -16,6 +17,7 @@ namespace zinf::cli {
 // planner's inputs, the batch --batch-size auto chose (and why), and the plan.
 struct SessionPlan {
   ModelLimits limits;
+  std::shared_ptr<const RoutingProfile> routing;  // --routing-profile; inputs.routing points here
   PlannerInputs inputs;
   Plan plan;
   std::string batch_choice;  // empty unless --batch-size auto

@@ -11,6 +11,7 @@
 #include "engine/expert_routing.h"
 #include "engine/micro_batch.h"
 #include "engine/planner/placement.h"
+#include "engine/routing_profile.h"
 #include "engine/weight_source.h"
 
 namespace zinf {
@@ -73,6 +74,9 @@ class Model {
   void Forward(const StepBatch& batch, std::span<float> logits);
 
   const ExpertTraffic& expert_traffic() const { return expert_traffic_; }
+  // From the next step on, counts every sparse layer's routing into `profile` (sized for this
+  // model; null stops counting).
+  void RecordRouting(RoutingProfile* profile) { routing_record_ = profile; }
 
  private:
   struct Activations {
@@ -118,6 +122,8 @@ class Model {
   std::vector<int> identity_rows_;
   std::vector<int> experts_to_fetch_;  // one layer's routed experts the source serves, in order
   ExpertTraffic expert_traffic_;
+  RoutingProfile* routing_record_ = nullptr;
+  std::vector<int> rows_per_expert_;  // one layer's, reused
 };
 
 }  // namespace zinf

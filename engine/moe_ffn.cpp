@@ -77,6 +77,12 @@ void Model::RunExperts(int layer, int num_tokens) {
                                 static_cast<size_t>(num_tokens) * moe.num_experts);
   backend_.CopyToHost(act_.router_logits.FirstRows(num_tokens), logits);
   routing_.Route(logits, num_tokens, moe);
+  if (routing_record_ != nullptr) {
+    rows_per_expert_.resize(moe.num_experts);
+    for (int expert = 0; expert < moe.num_experts; ++expert)
+      rows_per_expert_[expert] = static_cast<int>(routing_.experts()[expert].rows.size());
+    routing_record_->Count(layer, rows_per_expert_, num_tokens);
+  }
 
   const std::vector<int>& extents = expert_extents_[layer];
   experts_to_fetch_.clear();

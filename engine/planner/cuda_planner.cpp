@@ -32,9 +32,10 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
   // expected routed share; everything the step uses is read from device memory once.
-  const double used = planner_detail::StepBytesUsed(checkpoint, batch);
+  const double used = planner_detail::StepBytesUsed(checkpoint, inputs.routing, batch);
   const double moved =
-      used - planner_detail::StepBytesOn(checkpoint, plan.placement.tiers, Tier::kDevice, batch);
+      used - planner_detail::StepBytesOn(checkpoint, inputs.routing, plan.placement.tiers,
+                                         Tier::kDevice, batch);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
   const double device_read_bytes = used + static_cast<double>(plan.device_kv_bytes());
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
@@ -91,8 +92,8 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   }
   // Experts at their expected routed share.
   candidate.streamed_bytes_per_step = static_cast<uint64_t>(
-      planner_detail::StepBytesOn(*inputs.checkpoint, candidate.placement.tiers, Tier::kNvme,
-                                  std::max(inputs.workload.batch_size, 1)));
+      planner_detail::StepBytesOn(*inputs.checkpoint, inputs.routing, candidate.placement.tiers,
+                                  Tier::kNvme, std::max(inputs.workload.batch_size, 1)));
   candidate.offload_needed = candidate.resident_bytes < inputs.checkpoint->total_bytes();
   const CudaMemory memory =
       CudaMemoryFor(*inputs.checkpoint, inputs.workload.limits(), candidate.placement,
@@ -167,7 +168,7 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   // NVMe staging ring), then NVMe, each by planner_detail::KeepGreedily, so that two large extents
   // (embeddings and head) can claim a tier together and leave the ring sized to a layer; keep the
   // plan that predicts the most tokens/s among those whose device pool (CudaMemoryFor) fits.
-  const std::vector<size_t> order = planner_detail::ResidencyOrder(extents);
+  const std::vector<size_t> order = planner_detail::ResidencyOrder(extents, inputs.routing);
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t device_room = inputs.gpu_mem_bytes - std::min(inputs.gpu_mem_bytes, device_fixed);
   std::optional<Plan> best;

@@ -44,8 +44,8 @@ void CountBytes(const PlannerInputs& inputs, Plan& plan) {
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
     if (plan.placement[i] != Tier::kNvme) plan.resident_bytes += checkpoint.extents[i].padded_bytes;
   }
-  plan.streamed_bytes_per_step = static_cast<uint64_t>(
-      planner_detail::StepBytesOn(checkpoint, plan.placement.tiers, Tier::kNvme, tokens));
+  plan.streamed_bytes_per_step = static_cast<uint64_t>(planner_detail::StepBytesOn(
+      checkpoint, inputs.routing, plan.placement.tiers, Tier::kNvme, tokens));
 }
 
 // The staging ring: depth + 1 buffers, and for a model with experts on disk, room for the
@@ -74,7 +74,7 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every weight byte a step uses (of experts, the routed ones) is read from memory once per
   // step, plus each sequence's KV cache.
-  const double weight_bytes = planner_detail::StepBytesUsed(checkpoint, batch);
+  const double weight_bytes = planner_detail::StepBytesUsed(checkpoint, inputs.routing, batch);
   const double kv_read_bytes = plan.kv_bytes;  // upper bound: full contexts
   plan.memory_seconds_per_step = (weight_bytes + kv_read_bytes) / (bw.dram_read_gbps * 1e9);
   plan.compute_seconds_per_step = planner_detail::CpuMatmulSeconds(checkpoint, batch, bw);
@@ -154,7 +154,7 @@ Plan MakePlan(const PlannerInputs& inputs) {
   // that predicts the most tokens/s wins (on a tie, the deeper ring: it absorbs jitter in read
   // times; then the larger cap, the plain greedy pass).
   plan.offload_needed = true;
-  const std::vector<size_t> order = ResidencyOrder(extents);
+  const std::vector<size_t> order = ResidencyOrder(extents, inputs.routing);
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t room = budget - std::min(budget, fixed);  // for resident extents and staging
   // Experts' buffers are counted whether or not any expert ends up streamed (conservative).

@@ -66,6 +66,8 @@ struct PlannerInputs {
   Workload workload;
   Bandwidths bandwidths;
   int max_prefetch_depth = 2;
+  // A mixture-of-experts model's measured expert use (`--routing-profile`); null: a uniform router.
+  const RoutingProfile* routing = nullptr;
 };
 
 struct Plan {

@@ -10,12 +10,18 @@
 
 namespace zinf::planner_detail {
 
-std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents) {
+std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents,
+                                   const RoutingProfile* routing) {
   std::vector<size_t> order(extents.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const bool a_expert = extents[a].kind == ExtentKind::kExpert;
     if (a_expert != (extents[b].kind == ExtentKind::kExpert)) return !a_expert;
+    if (a_expert && routing != nullptr) {
+      const double share_a = routing->TokenShare(extents[a].layer, extents[a].expert);
+      const double share_b = routing->TokenShare(extents[b].layer, extents[b].expert);
+      if (share_a != share_b) return share_a > share_b;
+    }
     if (extents[a].padded_bytes != extents[b].padded_bytes) {
       return extents[a].padded_bytes > extents[b].padded_bytes;
     }
@@ -82,25 +88,29 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
   return kept_bytes;
 }
 
-double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens) {
+double StepBytes(const Checkpoint& checkpoint, const RoutingProfile* routing, size_t idx,
+                 int tokens) {
   const ExtentInfo& extent = checkpoint.extents[idx];
   const double bytes = static_cast<double>(extent.padded_bytes);
-  return extent.kind == ExtentKind::kExpert ? bytes * RoutedShare(checkpoint.config, tokens)
-                                            : bytes;
+  if (extent.kind != ExtentKind::kExpert) return bytes;
+  if (routing == nullptr) return bytes * RoutedShare(checkpoint.config, tokens);
+  const double share = std::min(1.0, routing->TokenShare(extent.layer, extent.expert));
+  return bytes * (1.0 - std::pow(1.0 - share, std::max(tokens, 1)));
 }
 
-double StepBytesOn(const Checkpoint& checkpoint, const std::vector<Tier>& placement, Tier tier,
-                   int tokens) {
+double StepBytesOn(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                   const std::vector<Tier>& placement, Tier tier, int tokens) {
   double bytes = 0;
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
-    if (placement[i] == tier) bytes += StepBytes(checkpoint, i, tokens);
+    if (placement[i] == tier) bytes += StepBytes(checkpoint, routing, i, tokens);
   }
   return bytes;
 }
 
-double StepBytesUsed(const Checkpoint& checkpoint, int tokens) {
+double StepBytesUsed(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens) {
   double bytes = 0;
-  for (size_t i = 0; i < checkpoint.extents.size(); ++i) bytes += StepBytes(checkpoint, i, tokens);
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i)
+    bytes += StepBytes(checkpoint, routing, i, tokens);
   return bytes;
 }
 

@@ -17,8 +17,10 @@ namespace zinf::planner_detail {
 // transfer time; but the largest extent still moved sets the size of every staging buffer (and
 // device slot), so the largest go first. Among equals the embeddings lead (only a few of their rows
 // are used, yet moving them moves them whole), then file order. A mixture-of-experts model's
-// experts come after every always-used extent: each is used by only some steps.
-std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents);
+// experts come after every always-used extent: each is used by only some steps; with a routing
+// profile the most used first.
+std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents,
+                                   const RoutingProfile* routing);
 
 // The largest extent placed on `tier` (0 when none is).
 uint64_t LargestOn(const std::vector<ExtentInfo>& extents, const std::vector<Tier>& placement,
@@ -48,12 +50,14 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
                                      std::vector<Tier>& placement);
 
 // The bytes of extent `idx` a step of `tokens` tokens is expected to use: all of an always-used
-// extent, RoutedShare of an expert's.
-double StepBytes(const Checkpoint& checkpoint, size_t idx, int tokens);
+// extent; of an expert's, the chance that some token routes to it, 1 − (1 − p)^tokens with p its
+// token share (the profile's, or k/E: RoutedShare).
+double StepBytes(const Checkpoint& checkpoint, const RoutingProfile* routing, size_t idx,
+                 int tokens);
 // StepBytes summed over the extents `placement` puts on `tier`, or over every extent.
-double StepBytesOn(const Checkpoint& checkpoint, const std::vector<Tier>& placement, Tier tier,
-                   int tokens);
-double StepBytesUsed(const Checkpoint& checkpoint, int tokens);
+double StepBytesOn(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                   const std::vector<Tier>& placement, Tier tier, int tokens);
+double StepBytesUsed(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens);
 // Staging buffers beyond the dense prefetch ring for streamed experts: as many as a step is
 // expected to route to per layer (at most 16), so their reads are in flight together.
 int ExpertStagingBuffers(const ModelConfig& config, int tokens);

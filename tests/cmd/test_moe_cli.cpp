@@ -63,3 +63,61 @@ TEST_CASE("zinf plan works for every shipped MoE config, CPU and CUDA") {
 }
 
 }  // namespace zinf::testing
+
+namespace zinf::testing {
+
+TEST_CASE(
+    "generate --save-routing records every token's experts; --routing-profile plans with it") {
+  const std::string dir = MakeTempDir("moe-routing");
+  WriteFile(dir + "/config.json", kTinyMixtral);
+  REQUIRE(
+      RunZinf({"convert", "--synthetic", dir + "/config.json", dir + "/zinf", "-q"}).exit_code ==
+      0);
+  WriteFile(dir + "/p.jsonl", R"({"id": 0, "prompt_ids": [1, 403, 407], "max_new_tokens": 5})"
+                              "\n"
+                              R"({"id": 1, "prompt_ids": [1, 9], "max_new_tokens": 4})"
+                              "\n");
+  const std::string profile = dir + "/routing.json";
+  const CliResult run =
+      RunZinf({"generate", "--model", dir + "/zinf", "--prompts", dir + "/p.jsonl", "--out",
+               dir + "/o.jsonl", "--batch-size", "2", "--save-routing", profile});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const nlohmann::json json = nlohmann::json::parse(ReadFile(profile));
+  REQUIRE(json["layers"].size() == 3);
+  for (const nlohmann::json& layer : json["layers"]) {
+    // Every token the model ran (prompts, then each generated token but the last) went to 2 of 8.
+    CHECK(layer["tokens"].get<uint64_t>() == (3 + 4) + (2 + 3));
+    uint64_t routed = 0;
+    for (uint64_t count : layer["counts"]) routed += count;
+    CHECK(routed == 2 * layer["tokens"].get<uint64_t>());
+  }
+
+  const CliResult plan = RunZinf({"plan", "--model", dir + "/zinf", "--routing-profile", profile,
+                                  "--batch-size", "1", "--cpu-mem", "64M"});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Matchers::Contains("from --routing-profile"));
+
+  // A profile of another shape of model is refused, naming the file and the mismatch.
+  nlohmann::json wrong = json;
+  wrong["num_experts"] = 4;
+  WriteFile(dir + "/wrong.json", wrong.dump());
+  const CliResult refused = RunZinf({"plan", "--model", dir + "/zinf", "--routing-profile",
+                                     dir + "/wrong.json", "--batch-size", "1"});
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err,
+             Catch::Matchers::Contains("wrong.json") && Catch::Matchers::Contains("4 experts"));
+  // Counts that do not add up to k per token are refused too.
+  nlohmann::json short_counts = json;
+  short_counts["layers"][0]["counts"][0] = short_counts["layers"][0]["counts"][0].get<int>() + 1;
+  WriteFile(dir + "/short.json", short_counts.dump());
+  const CliResult uneven =
+      RunZinf({"generate", "--model", dir + "/zinf", "--prompts", dir + "/p.jsonl", "--out",
+               dir + "/o2.jsonl", "--routing-profile", dir + "/short.json"});
+  CHECK(uneven.exit_code != 0);
+  CHECK_THAT(uneven.err,
+             Catch::Matchers::Contains("short.json") && Catch::Matchers::Contains("layer 0"));
+}
+
+}  // namespace zinf::testing

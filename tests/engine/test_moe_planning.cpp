@@ -6,6 +6,7 @@
 
 #include "engine/expert_routing.h"
 #include "engine/planner/planner.h"
+#include "engine/routing_profile.h"
 #include "tests/support/shipped_config.h"
 
 namespace zinf {
@@ -83,6 +84,58 @@ TEST_CASE("planner: experts are placed after the always-used extents and counted
   CHECK(plan.placement.expert_buffers == 2);
   CHECK(plan.placement.staging_buffers ==
         plan.placement.prefetch_depth + 1 + plan.placement.expert_buffers);
+}
+
+}  // namespace zinf
+
+namespace zinf {
+
+TEST_CASE("planner: a routing profile keeps the most used experts resident and predicts fewer "
+          "expert bytes") {
+  const Checkpoint model = testing::ShippedConfigCheckpoint("mixtral-8x7b");  // 8 experts, top-2
+  const ModelConfig& c = model.config;
+  // Skewed use: in every layer experts 0 and 1 take 90% of the routings (the rest spread evenly),
+  // so a step's expected expert reads fall when the hot pair is held.
+  RoutingProfile profile(c);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    std::vector<uint64_t> counts(c.moe.num_experts, 100);  // 6 × 100 = 600 of 6000
+    counts[0] = 2700;
+    counts[1] = 2700;
+    profile.SetLayer(layer, counts, 3000);  // 3000 tokens × top-2
+  }
+  CHECK(profile.TokenShare(0, 0) == Approx(0.9));
+  CHECK(profile.TokenShare(0, 5) == Approx(100.0 / 3000));
+
+  PlannerInputs inputs;
+  inputs.checkpoint = &model;
+  inputs.cpu_mem_bytes = 40 * kGiB;  // the dense part and some experts, not all 87 GiB
+  inputs.workload.batch_size = 1;
+  inputs.workload.max_context = 512;
+  const Plan uniform = MakePlan(inputs);
+  inputs.routing = &profile;
+  const Plan profiled = MakePlan(inputs);
+  REQUIRE(profiled.offload_needed);
+
+  // Every hot expert is held before any cold one.
+  int hot_held = 0, cold_held = 0;
+  for (size_t i = 0; i < model.extents.size(); ++i) {
+    const ExtentInfo& extent = model.extents[i];
+    if (extent.kind != ExtentKind::kExpert || profiled.placement[i] != Tier::kDevice) continue;
+    (extent.expert < 2 ? hot_held : cold_held) += 1;
+  }
+  CHECK(hot_held == 2 * c.num_layers);
+  CHECK(cold_held < (c.moe.num_experts - 2) * c.num_layers);
+  // Streamed experts are the cold ones, each used by a one-token step with p = 1/30.
+  double expected = 0;
+  for (size_t i = 0; i < model.extents.size(); ++i) {
+    if (profiled.placement[i] == Tier::kNvme) {
+      expected += model.extents[i].padded_bytes *
+                  profile.TokenShare(model.extents[i].layer, model.extents[i].expert);
+    }
+  }
+  CHECK(static_cast<double>(profiled.streamed_bytes_per_step) == Approx(expected).epsilon(1e-6));
+  CHECK(profiled.streamed_bytes_per_step < uniform.streamed_bytes_per_step / 2);
+  CHECK(profiled.predicted_tokens_per_s > uniform.predicted_tokens_per_s);
 }
 
 }  // namespace zinf
