@@ -7,7 +7,8 @@
 # then runs llama-bench (tg64 = batch-1 decode, pp128 = 128-token prefill) and zinf bench (batch 1,
 # 1-token prompt + 64 new tokens for decode; 128-token prompts + 1 new token for prefill), resident
 # weights, interleaved so that machine noise hits both. Int8 rows compare `zinf convert --dtype int8`
-# with llama-quantize's Q8_0 of the same F32 GGUF; they are skipped when zinf refuses int8.
+# with llama-quantize's Q8_0 of the same F32 GGUF, int4 rows int4 in groups of 32 with Q4_0; they
+# are skipped when zinf refuses the dtype.
 # It also measures the DRAM read bandwidth with all cores (`zinf calibrate --dram-only`: median and
 # spread of 9 passes) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
 # (every matrix once, plus one embedding row; KV-cache reads are left out, small at 64 tokens).
@@ -16,7 +17,7 @@
 # Release, -DGGML_NATIVE=ON) and give the directory holding llama-bench and llama-quantize.
 #
 # Usage: bench/vs_llamacpp.sh [LLAMACPP_BIN] [options]      (or LLAMACPP_BIN=... in the environment)
-#   --shapes 110m,1b   --dtypes f32,int8   --threads N (default: nproc)   --repeat N (default 3)
+#   --shapes 110m,1b   --dtypes f32,int8[,int4]   --threads N (default: nproc)   --repeat N (default 3)
 #   --seed N (default 1)   --out FILE.md (also write the report there)   --fresh (rebuild the cache)
 # Environment: ZINF_BUILD_DIR (default build/), ZINF_BENCH_DIR (cache; default $ZINF_BUILD_DIR/bench-work),
 #   ZINF_DRAM_GBPS (skip the bandwidth measurement and use this figure).
@@ -93,10 +94,12 @@ config_of() {
 
 # zinf checkpoint of a shape and dtype; prints its directory, or nothing when zinf refuses the dtype.
 zinf_checkpoint() {
-  local shape=$1 dtype=$2 dir="$work/$1-$2-seed$seed.zinf"
+  local shape=$1 dtype=$2 dir="$work/$1-$2-seed$seed.zinf" extra=()
+  # int4 in groups of 32, as Q4_0's blocks (zinf's groups are asymmetric: a scale and a minimum).
+  [ "$dtype" = int4 ] && extra=(--group-size 32)
   if [ "$fresh" = 1 ] || [ ! -f "$dir/manifest.json" ]; then
     if ! "$zinf" convert --synthetic "$(config_of "$shape")" "$dir" --dtype "$dtype" --seed "$seed" \
-        --force >> "$log" 2>&1; then
+        "${extra[@]}" --force >> "$log" 2>&1; then
       note "zinf convert --dtype $dtype refused for $shape (see $log)"
       rm -rf "$dir"
       return 0
@@ -187,15 +190,16 @@ for shape in "${shape_list[@]}"; do
   for dtype in "${dtype_list[@]}"; do
     case "$dtype" in
       f32) zdir=$f32_dir; gtype=F32; label="f32 vs F32" ;;
-      int8)
-        gtype=Q8_0; label="int8 vs Q8_0"
+      int8|int4)
+        if [ "$dtype" = int8 ]; then gtype=Q8_0; else gtype=Q4_0; fi
+        label="$dtype vs $gtype"
         if [ ! -x "$llamacpp_bin/llama-quantize" ]; then
           note "skipped: $shape $label (no $llamacpp_bin/llama-quantize to make the Q8_0 GGUF)"
           printf '%s\t%s\tskipped\n' "$shape" "$label" >> "$rows"
           continue
         fi
-        zdir=$(zinf_checkpoint "$shape" int8) ;;
-      *) echo "vs_llamacpp.sh: unknown dtype $dtype (f32, int8)" >&2; exit 1 ;;
+        zdir=$(zinf_checkpoint "$shape" "$dtype") ;;
+      *) echo "vs_llamacpp.sh: unknown dtype $dtype (f32, int8, int4)" >&2; exit 1 ;;
     esac
     if [ -z "$zdir" ]; then
       note "skipped: $shape $label (zinf convert --dtype $dtype refused)"
@@ -221,25 +225,33 @@ llama_commit=${LLAMACPP_COMMIT:-$(cut -d' ' -f1 "$work/llama-bench.json.info" 2>
 zinf_build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
 VS_ZINF_VERSION="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown) (build ${zinf_build_type:-unknown})"
 VS_LLAMA_COMMIT=$llama_commit
+# Which peer: ik_llama.cpp (the CPU-kernel fork) or llama.cpp, from the source tree the binaries
+# were built in when it can be told (LLAMACPP_NAME overrides).
+VS_PEER=${LLAMACPP_NAME:-llama.cpp}
+if [ -z "${LLAMACPP_NAME:-}" ] && { [ -f "$llamacpp_bin/../../ggml/src/iqk/iqk_mul_mat.cpp" ] ||
+   git -C "$llamacpp_bin" remote -v 2>/dev/null | grep -q ik_llama; }; then
+  VS_PEER=ik_llama.cpp
+fi
 VS_CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 VS_SIMD=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
 VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)
 VS_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
-export VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
+export VS_PEER VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
 report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" <<'EOF'
 import os, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 bw, threads, repeat = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4]
 l3 = int(os.environ["VS_L3"] or 0)
-print("zinf %s vs llama.cpp %s; %s threads, %s repeats"
-      % (os.environ["VS_ZINF_VERSION"], os.environ["VS_LLAMA_COMMIT"], threads, repeat))
+peer = os.environ["VS_PEER"]
+print("zinf %s vs %s %s; %s threads, %s repeats"
+      % (os.environ["VS_ZINF_VERSION"], peer, os.environ["VS_LLAMA_COMMIT"], threads, repeat))
 print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate --dram-only`) "
       "%.1f GB/s, median (%s); load average at the end %s"
       % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2", l3 >> 20, threads,
          bw / 1e9, os.environ["VS_DRAM_SPREAD"], os.environ["VS_LOAD"]))
 print()
-print("| shape | dtype | test | zinf tok/s | llama.cpp tok/s | zinf / llama.cpp "
-      "| bound tok/s (zinf bytes/token) | zinf % of bound | llama.cpp % of bound |")
+print("| shape | dtype | test | zinf tok/s | %s tok/s | zinf / %s "
+      "| bound tok/s (zinf bytes/token) | zinf %% of bound | %s %% of bound |" % (peer, peer, peer))
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 notes = set()
 for shape, label, test, *rest in rows:
