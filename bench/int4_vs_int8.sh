@@ -24,12 +24,7 @@ work=${ZINF_BENCH_DIR:-$root/build/bench-work}
 mkdir -p "$work"
 config="$root/bench/configs/tinyllama-1.1b.json"
 synthetic_checkpoint "$zinf" "$config" "$work/tinyllama-int8" int8 >&2
-if [ ! -f "$work/tinyllama-int4-g64/manifest.json" ]; then
-  rm -rf "$work/tinyllama-int4-g64.partial"
-  "$zinf" convert --synthetic "$config" "$work/tinyllama-int4-g64.partial" --dtype int4 \
-    --group-size 64 >&2
-  mv "$work/tinyllama-int4-g64.partial" "$work/tinyllama-int4-g64"
-fi
+synthetic_checkpoint "$zinf" "$config" "$work/tinyllama-int4-g64" int4 --group-size 64 >&2
 
 echo "# int4 vs int8, $(lscpu | sed -n 's/^Model name: *//p'), $threads threads"
 echo

@@ -47,6 +47,30 @@ ZINF_Q4_INLINE __m512 PairScales(const uint16_t* a, const uint16_t* b, int64_t g
                             _mm256_set1_ps(_cvtsh_ss(b[2 * g])), 1);
 }
 
+// Token t's blocks of group g, each broadcast to both halves, and its scale.
+template <int kBlocks>
+ZINF_Q4_INLINE __m512 LoadTokenGroup(const Q4Activations& xa, int64_t t, int64_t g,
+                                     __m512i (&xv)[kBlocks]) {
+  const int8_t* x = xa.token_values(t) + g * kBlocks * kQ4BlockElements;
+#pragma GCC unroll 16
+  for (int j = 0; j < kBlocks; ++j) {
+    xv[j] = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
+  }
+  return _mm512_set1_ps(xa.scale(t, g));
+}
+
+// One row pair × one token over a group: the exact int32 sums of its blocks (`nibbles(j)`, block
+// j of the pair), then acc = fma(float(sums), pair scales × activation scale, acc).
+template <int kBlocks, typename NibblesFn>
+ZINF_Q4_INLINE void AccumulateGroup(const __m512i (&xv)[kBlocks], NibblesFn&& nibbles,
+                                    __m512 pair_scales, __m512 x_scale, __m512& acc) {
+  __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles(0), xv[0]);
+#pragma GCC unroll 16
+  for (int j = 1; j < kBlocks; ++j) sums = _mm512_dpbusd_epi32(sums, nibbles(j), xv[j]);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(pair_scales, x_scale), acc);
+}
+
 // results = each half's lanes reduced in ReduceLanes' order, plus the row's minimum sum.
 template <int kRows, int kTokens>
 ZINF_Q4_INLINE void FinishTile(const __m512 (&acc)[(kRows + 1) / 2][kTokens],
@@ -106,21 +130,12 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
     for (int p = 0; p < kPairs; ++p) scales[p] = PairScales(params[2 * p], params[2 * p + 1], g);
 #pragma GCC unroll 16
     for (int t = 0; t < kTokens; ++t) {
-      const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
       __m512i xv[kBlocks];
-#pragma GCC unroll 16
-      for (int j = 0; j < kBlocks; ++j) {
-        xv[j] = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
-      }
-      const __m512 x_scale = _mm512_set1_ps(xa.scale(token + t, g));
+      const __m512 x_scale = LoadTokenGroup<kBlocks>(xa, token + t, g, xv);
 #pragma GCC unroll 16
       for (int p = 0; p < kPairs; ++p) {
-        __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[0][p], xv[0]);
-#pragma GCC unroll 16
-        for (int j = 1; j < kBlocks; ++j) sums = _mm512_dpbusd_epi32(sums, wv[j][p], xv[j]);
-        acc[p][t] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(scales[p], x_scale), acc[p][t]);
+        AccumulateGroup<kBlocks>(
+            xv, [&](int j) { return wv[j][p]; }, scales[p], x_scale, acc[p][t]);
       }
     }
   }
@@ -205,23 +220,13 @@ void PackedTile(const Q4Activations& xa, int64_t token, const std::byte* packed,
     if (prefetch != nullptr) PrefetchGroupShare<kRows, kBlocks>(w, prefetch, g);
 #pragma GCC unroll 16
     for (int t = 0; t < kTokens; ++t) {
-      const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
       __m512i xv[kBlocks];
-#pragma GCC unroll 16
-      for (int j = 0; j < kBlocks; ++j) {
-        xv[j] = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
-      }
-      const __m512 x_scale = _mm512_set1_ps(xa.scale(token + t, g));
+      const __m512 x_scale = LoadTokenGroup<kBlocks>(xa, token + t, g, xv);
 #pragma GCC unroll 16
       for (int p = 0; p < kPairs; ++p) {
-        __m512i sums =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), *Packed::Nibbles(group, 0, p), xv[0]);
-#pragma GCC unroll 16
-        for (int j = 1; j < kBlocks; ++j)
-          sums = _mm512_dpbusd_epi32(sums, *Packed::Nibbles(group, j, p), xv[j]);
-        const __m512 factor = _mm512_mul_ps(_mm512_load_ps(Packed::Scales(group, p)), x_scale);
-        acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), factor, acc[p][t]);
+        AccumulateGroup<kBlocks>(
+            xv, [&](int j) { return *Packed::Nibbles(group, j, p); },
+            _mm512_load_ps(Packed::Scales(group, p)), x_scale, acc[p][t]);
       }
     }
     const __m256 factors = _mm256_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
