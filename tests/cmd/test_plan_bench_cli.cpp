@@ -97,6 +97,9 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   const nlohmann::json rates = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
   CHECK(rates["disk_read_gbps"].get<double>() > 0);
   CHECK(rates["dram_read_gbps"].get<double>() > 0);
+  // The stored rate is the median of the probe's passes, stored with their spread.
+  CHECK(rates["dram_read_spread_gbps"][0].get<double>() <= rates["dram_read_gbps"].get<double>());
+  CHECK(rates["dram_read_spread_gbps"][1].get<double>() >= rates["dram_read_gbps"].get<double>());
   CHECK(rates["compute_gflops"].get<double>() > 0);
   CHECK(rates["int8_gflops"].get<double>() > 0);
   CHECK(rates["int4_gflops"].get<double>() > 0);
@@ -104,18 +107,37 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
 }
 
-TEST_CASE("a GPU's calibrated rates reach a CUDA plan; a CPU-only calibration leaves them assumed") {
+TEST_CASE("calibrate --dram-only prints the probe's median and spread and leaves the cache alone") {
+  const std::string cache = MakeTempDir("calibration-dram-only");
+  const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
+  const CliResult probe =
+      RunZinf({"calibrate", "--dram-only", "--threads", "1", "-q"}, "", with_cache);
+  INFO(probe.err);
+  REQUIRE(probe.exit_code == 0);
+  const nlohmann::json rate = nlohmann::json::parse(probe.out);
+  CHECK(rate["passes"].get<int>() == 9);
+  CHECK(rate["threads"].get<int>() == 1);
+  CHECK(rate["min_gbps"].get<double>() > 0);
+  CHECK(rate["min_gbps"].get<double>() <= rate["dram_read_gbps"].get<double>());
+  CHECK(rate["dram_read_gbps"].get<double>() <= rate["max_gbps"].get<double>());
+  CHECK_FALSE(std::filesystem::exists(cache + "/zinf/calibration.json"));
+}
+
+TEST_CASE(
+    "a GPU's calibrated rates reach a CUDA plan; a CPU-only calibration leaves them assumed") {
   const std::string cache = MakeTempDir("calibration-gpu");
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
-  nlohmann::json rates = {{"disk_read_gbps", 3.5},   {"dram_read_gbps", 40.0},
-                          {"compute_gflops", 500.0}, {"int8_gflops", 600.0},
+  nlohmann::json rates = {{"disk_read_gbps", 3.5},
+                          {"dram_read_gbps", 40.0},
+                          {"compute_gflops", 500.0},
+                          {"int8_gflops", 600.0},
                           {"int4_gflops", 400.0}};
   std::filesystem::create_directories(cache + "/zinf");
   const auto plan = [&] {
     std::ofstream(cache + "/zinf/calibration.json") << rates.dump();
-    return RunZinf({"plan", "--model", ConvertedStories260KDir(), "--device", "cuda", "--gpu-mem",
-                    "64M"},
-                   "", with_cache);
+    return RunZinf(
+        {"plan", "--model", ConvertedStories260KDir(), "--device", "cuda", "--gpu-mem", "64M"}, "",
+        with_cache);
   };
   const CliResult cpu_only = plan();
   INFO(cpu_only.err);
