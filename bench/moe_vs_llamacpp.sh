@@ -20,6 +20,7 @@
 # Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 build_dir=${ZINF_BUILD_DIR:-$root/build}
 zinf=$build_dir/zinf
 llamacpp_bin=${LLAMACPP_BIN:-}
@@ -86,12 +87,9 @@ PY
 l_batched=()
 for npl in 16 64; do
   note "llama-batched-bench: $npl sequences, 16-token prompts, 32 new tokens each"
-  "$llamacpp_bin/llama-batched-bench" -m "$q8" -t "$threads" -c $((npl * 48 + 64)) -b 2048 \
-    -ub 512 -npp 16 -ntg 32 -npl "$npl" > "$work/batched-$npl.txt" 2>&1  # the table is on stderr
-  cat "$work/batched-$npl.txt" >> "$log"
   # The table's S_TG t/s column: generated tokens of all sequences per second of decode.
-  l_batched+=("$(awk -F'|' '$2 ~ /^ *16 *$/ && $4 ~ /^ *'"$npl"' *$/ {gsub(/ /, "", $9); print $9}' \
-    "$work/batched-$npl.txt")")
+  l_batched+=("$(peer_batched_decode "$llamacpp_bin" "$q8" "$threads" "$npl" "$work/batched-$npl.txt")")
+  cat "$work/batched-$npl.txt" >> "$log"
 done
 
 zinf_run() {  # --batch-size B --prompt-len P --gen-len G --num-prompts N -> "prefill decode"

@@ -4,9 +4,9 @@
 # For each shape (110M: dim 768, 12 layers, FFN 2048, vocab 32000; 1B: TinyLlama-1.1B's shape) it
 # writes a synthetic zinf checkpoint once (deterministic pseudo-random weights, cached), converts it to
 # an F32 GGUF with bench/zinf_to_gguf.py (same numbers, q/k rows permuted to llama.cpp's RoPE layout),
-# then runs llama-bench (tg64 = batch-1 decode, pp128 = 128-token prefill) and zinf bench (batch 1,
-# 1-token prompt + 64 new tokens for decode; 128-token prompts + 1 new token for prefill), resident
-# weights, interleaved so that machine noise hits both. Int8 rows compare `zinf convert --dtype int8`
+# then runs llama-bench (tg64 = batch-1 decode, pp128 / pp512 = prefill of one prompt),
+# llama-batched-bench (decode of 8 and 32 sequences at once) and zinf bench the same ways, resident
+# weights, one after the other per row. Int8 rows compare `zinf convert --dtype int8`
 # with llama-quantize's Q8_0 of the same F32 GGUF, int4 rows int4 in groups of 32 with Q4_0; they
 # are skipped when zinf refuses the dtype.
 # It also measures the DRAM read bandwidth with all cores (`zinf calibrate --dram-only`: median and
@@ -24,6 +24,7 @@
 # Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 build_dir=${ZINF_BUILD_DIR:-$root/build}
 
 llamacpp_bin=${LLAMACPP_BIN:-}
@@ -150,33 +151,54 @@ EOF
 }
 
 # ------------------------------------------------------------------ runs
-llama_bench() {  # GGUF -> "pp_tok_s pp_sd tg_tok_s tg_sd"
+llama_bench() {  # GGUF -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd"
   local json="$work/llama-bench.json"
-  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128 -n 64 -r "$repeat" -o json \
+  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128,512 -n 64 -r "$repeat" -o json \
     > "$json" 2>> "$log"
   cat "$json" >> "$log"
   "$py" - "$json" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
-pp = next(r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0)
+pp = {r["n_prompt"]: r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0}
 tg = next(r for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0)
-print(pp["avg_ts"], pp["stddev_ts"], tg["avg_ts"], tg["stddev_ts"])
+print(pp[128]["avg_ts"], pp[128]["stddev_ts"], pp[512]["avg_ts"], pp[512]["stddev_ts"],
+      tg["avg_ts"], tg["stddev_ts"])
 print(rows[0].get("build_commit", "?"), rows[0].get("cpu_info", "?"), file=open(sys.argv[1] + ".info", "w"))
 EOF
 }
 
+# Decode of 8 and 32 sequences at once: the peer's llama-batched-bench (16-token prompts, 32 new
+# tokens each; one run) -> "b8 b32".
+llama_batched() {
+  local b8 b32
+  b8=$(peer_batched_decode "$llamacpp_bin" "$1" "$threads" 8 "$work/batched-8.txt")
+  b32=$(peer_batched_decode "$llamacpp_bin" "$1" "$threads" 32 "$work/batched-32.txt")
+  cat "$work/batched-8.txt" "$work/batched-32.txt" >> "$log"
+  echo "${b8:-nan} ${b32:-nan}"
+}
+
 # Each repeat is a fresh session (weights loaded again) running its prompts one at a time: 2 x 64
-# new tokens for decode, 4 x 128-token prompts for prefill (llama-bench times one each).
-zinf_bench() {  # DIR -> "pp_tok_s pp_sd tg_tok_s tg_sd"
-  local dj="$work/zinf-decode.json" pj="$work/zinf-prefill.json"
+# new tokens for decode, 4 x 128-token and 2 x 512-token prompts for prefill (llama-bench times one
+# each); then 8 and 32 sequences of 16-token prompts and 32 new tokens at once, as the peer's
+# batched bench runs them.
+zinf_bench() {  # DIR -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32"
+  local dj="$work/zinf-decode.json" pj="$work/zinf-prefill.json" p5="$work/zinf-prefill512.json"
+  local bj="$work/zinf-batched.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
     --batch-size 1 --prompt-len 1 --gen-len 64 --num-prompts 2 --json "$dj" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
     --batch-size 1 --prompt-len 128 --gen-len 1 --num-prompts 4 --json "$pj" >> "$log" 2>&1
-  "$py" - "$dj" "$pj" <<'EOF'
+  "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
+    --batch-size 1 --prompt-len 512 --gen-len 1 --num-prompts 2 --json "$p5" >> "$log" 2>&1
+  "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat 1 \
+    --batch-size 8,32 --prompt-len 16 --gen-len 32 --json "$bj" >> "$log" 2>&1
+  "$py" - "$dj" "$pj" "$p5" "$bj" <<'EOF'
 import json, sys
-d, p = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
-print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], d["decode_tok_s"]["mean"], d["decode_tok_s"]["sd"])
+d, p, p5 = (json.load(open(f))[0] for f in sys.argv[1:4])
+batched = {r["batch_size"]: r["decode_tok_s"]["mean"] for r in json.load(open(sys.argv[4]))}
+print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], p5["prefill_tok_s"]["mean"],
+      p5["prefill_tok_s"]["sd"], d["decode_tok_s"]["mean"], d["decode_tok_s"]["sd"],
+      batched[8], batched[32])
 EOF
 }
 
@@ -210,13 +232,19 @@ for shape in "${shape_list[@]}"; do
     zbytes=$(bytes_per_token zinf "$zdir")
     lbytes=$(bytes_per_token gguf "$gguf")
     note "$shape $label: llama-bench on $(basename "$gguf")"
-    res=$(llama_bench "$gguf"); read -r l_pp l_pp_sd l_tg l_tg_sd <<< "$res"
+    res=$(llama_bench "$gguf"); read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd <<< "$res"
+    res=$(llama_batched "$gguf"); read -r l_b8 l_b32 <<< "$res"
     note "$shape $label: zinf bench on $(basename "$zdir")"
-    res=$(zinf_bench "$zdir"); read -r z_pp z_pp_sd z_tg z_tg_sd <<< "$res"
-    printf '%s\t%s\ttg64\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd" \
-      "$zbytes" "$lbytes" >> "$rows"
-    printf '%s\t%s\tpp128\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd" \
-      "$zbytes" "$lbytes" >> "$rows"
+    res=$(zinf_bench "$zdir"); read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 <<< "$res"
+    row() {
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" "$zbytes" "$lbytes" \
+        >> "$rows"
+    }
+    row tg64 "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd"
+    row pp128 "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd"
+    row pp512 "$z_p5" "$z_p5_sd" "$l_p5" "$l_p5_sd"
+    row "decode x8" "$z_b8" 0 "$l_b8" 0
+    row "decode x32" "$z_b32" 0 "$l_b32" 0
   done
 done
 
