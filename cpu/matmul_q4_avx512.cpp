@@ -1,8 +1,8 @@
 // The AVX-512 int4 kernel: tiles of row pairs, two rows' blocks per zmm ([row a | row b], each
-// 256-bit half running its row's 8-lane chain exactly as the portable kernel does), a group's
-// blocks unpacked once per tile and kept in registers while each token of the tile passes. A lone
-// token (decode) streams the weights 16 rows at a time with the next tile prefetched; several
-// tokens reuse each unpacked group, token blocks sized to stay in L2.
+// 256-bit half running its row's 8-lane chain exactly as the portable kernel does). A lone token
+// (decode) streams the weights 16 rows at a time, the next tile prefetched; up to 8 tokens use
+// 4-row tiles whose groups are unpacked in registers while each token passes; more tokens unpack
+// a 6-row tile once into an L1 scratch that 6 × 8 tiles read, token blocks sized to stay in L2.
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
