@@ -25,8 +25,10 @@ zinf_binary() {
 # NPL sequences at once (llama-batched-bench, 16-token prompts, 32 new tokens each: its S_TG);
 # the full output, whose table goes to stderr, is kept in OUTFILE.
 peer_batched_decode() {
-  local bin=$1 gguf=$2 threads=$3 npl=$4 out=$5
-  "$bin/llama-batched-bench" -m "$gguf" -t "$threads" -c $((npl * 48 + 64)) -b 2048 -ub 512 \
-    -npp 16 -ntg 32 -npl "$npl" > "$out" 2>&1
+  local bin gguf threads=$3 npl=$4 out
+  bin=$(realpath "$1") gguf=$(realpath "$2") out=$(realpath -m "$5")
+  # From OUTFILE's folder: the tool drops a llama.log into its working directory.
+  (cd "$(dirname "$out")" && "$bin/llama-batched-bench" -m "$gguf" -t "$threads" \
+    -c $((npl * 48 + 64)) -b 2048 -ub 512 -npp 16 -ntg 32 -npl "$npl" > "$out" 2>&1)
   awk -F'|' '$2 ~ /^ *16 *$/ && $4 ~ /^ *'"$npl"' *$/ {gsub(/ /, "", $9); print $9}' "$out"
 }
