@@ -93,8 +93,11 @@ double StepBytes(const Checkpoint& checkpoint, const RoutingProfile* routing, si
   const ExtentInfo& extent = checkpoint.extents[idx];
   const double bytes = static_cast<double>(extent.padded_bytes);
   if (extent.kind != ExtentKind::kExpert) return bytes;
-  if (routing == nullptr) return bytes * RoutedShare(checkpoint.config, tokens);
-  const double share = std::min(1.0, routing->TokenShare(extent.layer, extent.expert));
+  // Without a profile, the uniform router's k/E (RoutedShare's formula).
+  const MoeConfig& moe = checkpoint.config.moe;
+  const double share = routing != nullptr
+                           ? std::min(1.0, routing->TokenShare(extent.layer, extent.expert))
+                           : static_cast<double>(moe.experts_per_token) / moe.num_experts;
   return bytes * (1.0 - std::pow(1.0 - share, std::max(tokens, 1)));
 }
 
