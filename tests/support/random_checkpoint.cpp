@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -301,11 +302,41 @@ std::vector<std::byte> ToBytes(const std::vector<float>& values, DType dtype) {
   return bytes;
 }
 
+namespace {
+
+// The directories MakeTempDir made, removed when the test process exits (a test binary runs
+// thousands of times over a project's life; each left its directories behind before). Set
+// ZINF_KEEP_TEST_DIRS to keep them for a look after a failure.
+class TempDirRegistry {
+ public:
+  void Add(const fs::path& dir) {
+    if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) dirs_.push_back(dir);
+  }
+  ~TempDirRegistry() {
+    if (std::getenv("ZINF_KEEP_TEST_DIRS") != nullptr) return;
+    for (const fs::path& dir : dirs_) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  }
+
+ private:
+  std::vector<fs::path> dirs_;
+};
+
+TempDirRegistry& TempDirs() {
+  static TempDirRegistry registry;
+  return registry;
+}
+
+}  // namespace
+
 std::string MakeTempDir(const std::string& name) {
   const fs::path dir =
       fs::temp_directory_path() / ("zinf-test-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
+  TempDirs().Add(dir);
   return dir.string();
 }
 

@@ -64,7 +64,8 @@ void WriteRandomHfCheckpoint(const std::string& dir, const RandomModelSpec& spec
 // The bytes of `values` stored as `dtype`.
 std::vector<std::byte> ToBytes(const std::vector<float>& values, DType dtype = DType::kF32);
 
-// A fresh, empty directory under the system temporary directory, unique to this process and name.
+// A fresh, empty directory under the system temporary directory, unique to this process and name;
+// removed when the process exits unless ZINF_KEEP_TEST_DIRS is set.
 std::string MakeTempDir(const std::string& name);
 
 }  // namespace zinf::testing
