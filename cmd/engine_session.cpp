@@ -44,6 +44,9 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     cuda_options.kv_offload = options.device.kv_offload;
     cuda_options.host_threads = CpuThreads(options);
     backend_ = cuda::CreateCudaBackend(checkpoint, planned_.limits, cuda_options);
+    if (plan.placement.host_computes_experts) {
+      host_experts_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
+    }
     weights_ = io::OpenWeightSource(checkpoint, plan.placement, io_options);
     for (const std::span<const std::byte> region : weights_->HostMemory()) {
       backend_->UseHostMemory(region);
@@ -52,8 +55,8 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     weights_ = io::OpenWeightSource(checkpoint, plan.placement, io_options);
     backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
   }
-  model_ =
-      std::make_unique<Model>(checkpoint, *backend_, *weights_, planned_.limits, plan.placement);
+  model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, planned_.limits,
+                                   plan.placement, host_experts_.get());
 }
 
 }  // namespace zinf::cli

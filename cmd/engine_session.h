@@ -35,6 +35,7 @@ class EngineSession {
   SessionPlan planned_;
   std::unique_ptr<WeightSource> weights_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> host_experts_;  // cuda, --moe-experts cpu: computes off-device experts
   std::unique_ptr<Model> model_;
 };
 

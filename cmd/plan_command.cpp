@@ -145,6 +145,10 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
       fmt::print(", CPU attention {:.3f} s (after the GPU's, on its stream)",
                  plan.cpu_attention_seconds_per_step);
     }
+    if (plan.placement.host_computes_experts) {
+      fmt::print(", CPU experts {:.3f} s (DRAM {:.1f} GB/s; after the GPU's, on its stream)",
+                 plan.cpu_experts_seconds_per_step, bw.dram_read_gbps);
+    }
     fmt::print("\n");
   } else {
     fmt::print(

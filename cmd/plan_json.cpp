@@ -17,6 +17,7 @@ nlohmann::json PlanJson(const Plan& plan, int batch_size) {
             {"buffer_bytes", placement.staging_buffer_bytes}}},
           {"device_slots", placement.device_slots},
           {"kv_tier", TierName(plan.kv_tier)},
+          {"experts_on_host", placement.host_computes_experts},
           {"bytes",
            {{"dram", plan.total_dram_bytes()},
             {"device", plan.device_bytes},

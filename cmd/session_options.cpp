@@ -26,6 +26,13 @@ bool ParseKvOffload(const std::string& text) {
   Fail("--kv-offload: '{}' is not one of none, cpu", text);
 }
 
+MoeExperts ParseMoeExperts(const std::string& text) {
+  if (text == "auto") return MoeExperts::kAuto;
+  if (text == "gpu") return MoeExperts::kGpu;
+  if (text == "cpu") return MoeExperts::kCpu;
+  Fail("--moe-experts: '{}' is not one of cpu, gpu, auto", text);
+}
+
 // A flag whose text becomes a value while the command line is parsed (a bad value fails before
 // anything runs); `shown` is the default --help prints.
 template <typename T, typename Parse>
@@ -86,6 +93,11 @@ void AddDeviceOptions(CLI::App* command, DeviceChoice& choice) {
             choice.kv_offload ? "cpu" : "none",
             "cuda: none, or cpu — the KV cache in DRAM and attention on the CPU, so device "
             "memory holds weights and the batch can grow");
+  AddParsed(command, "--moe-experts", choice.moe_experts, ParseMoeExperts,
+            MoeExpertsName(choice.moe_experts),
+            "cuda, mixture of experts: where the experts device memory does not hold are "
+            "computed — gpu (copied over PCIe when routed to), cpu (by the CPU from DRAM; only "
+            "the routed rows cross PCIe) or auto (whichever the planner predicts faster)");
 }
 
 void AddSessionOptions(CLI::App* command, SessionOptions& options, const SessionFlags& flags) {

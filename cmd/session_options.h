@@ -22,6 +22,7 @@ struct DeviceChoice {
   GpuCompute gpu_compute = GpuCompute::kBf16;  // cuda: what f32 weights are multiplied in
   std::string gpu_mem;                         // cuda: device memory budget; empty: what it has
   bool kv_offload = false;  // cuda: KV cache in DRAM, attention on the CPU (--kv-offload cpu)
+  MoeExperts moe_experts = MoeExperts::kAuto;  // cuda: where off-device experts are computed
 };
 
 enum class WeightsMode : uint8_t {

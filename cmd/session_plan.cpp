@@ -84,6 +84,7 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.micro_batch_tokens = limits.micro_batch_tokens;
   inputs.workload.logit_rows = limits.max_logit_rows;
   inputs.workload.gpu_compute = options.device.gpu_compute;
+  inputs.workload.moe_experts = options.device.moe_experts;
   inputs.bandwidths = RatesFor(options.rates);
   return inputs;
 }
@@ -113,6 +114,17 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
   if (options.device.kv_offload && options.device.device != BackendKind::kCuda) {
     Fail("--kv-offload cpu moves a GPU's KV cache to DRAM; with --device {} it is there already",
          BackendName(options.device.device));
+  }
+  if (options.device.moe_experts != MoeExperts::kAuto) {
+    if (options.device.device != BackendKind::kCuda) {
+      Fail("--moe-experts {} chooses where a GPU run computes the experts it does not hold; with "
+           "--device {} the CPU computes every expert already",
+           MoeExpertsName(options.device.moe_experts), BackendName(options.device.device));
+    }
+    if (!checkpoint.config.is_moe()) {
+      Fail("--moe-experts {}: this {} model has no experts (it is not a mixture of experts)",
+           MoeExpertsName(options.device.moe_experts), checkpoint.config.model_type);
+    }
   }
   const int trained = checkpoint.config.max_position_embeddings;
   if (trained > 0 && options.max_context > trained) {

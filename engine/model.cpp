@@ -51,8 +51,12 @@ const std::byte* Backend::LoadResident(const ExtentView& extent) {
 }
 
 Model::Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
-             const ModelLimits& limits, const Placement& placement)
-    : checkpoint_(checkpoint), backend_(backend), weights_(weights), limits_(limits) {
+             const ModelLimits& limits, const Placement& placement, Backend* host_experts)
+    : checkpoint_(checkpoint),
+      backend_(backend),
+      weights_(weights),
+      limits_(limits),
+      host_experts_(host_experts) {
   const ModelConfig& c = checkpoint.config;
   const auto shapes = ActivationShapes(c, limits);  // the memory model's, as the planner counts
   auto next = shapes.begin();

@@ -63,9 +63,11 @@ struct ExpertTraffic {
 class Model {
  public:
   // Loads the extents `placement` has the backend hold (Backend::LoadResident) before returning;
-  // every other extent comes from `weights` in every step.
+  // every other extent comes from `weights` in every step. With placement.host_computes_experts,
+  // `host_experts` (a CPU backend) computes the experts the backend does not hold, from host
+  // memory; the rest of the pass runs on `backend` as always.
   Model(const Checkpoint& checkpoint, Backend& backend, WeightSource& weights,
-        const ModelLimits& limits, const Placement& placement);
+        const ModelLimits& limits, const Placement& placement, Backend* host_experts = nullptr);
 
   const ModelConfig& config() const { return checkpoint_.config; }
   const ModelLimits& limits() const { return limits_; }
@@ -79,6 +81,11 @@ class Model {
   void RecordRouting(RoutingProfile* profile) { routing_record_ = profile; }
 
  private:
+  // The buffers an expert's SwiGLU runs in: the step's FFN inputs, one micro-batch of the
+  // expert's gathered rows, its gate and up products and its output.
+  struct ExpertBuffers {
+    Tensor step_input, in, gate, up, out;
+  };
   struct Activations {
     Tensor x, normed, q, k, v, attention, gate, up, embedded;
     Tensor last, last_normed, last_projected, logits;
@@ -96,7 +103,11 @@ class Model {
   void RunRouterAndSharedExpert(const ExtentView& extent, const std::byte* base,
                                 const MicroBatch& micro, Tensor ffn_input);
   void RunExperts(int layer, int num_tokens);
-  void RunExpert(const ExtentView& extent, const std::byte* base, const ExpertTokens& tokens);
+  // On `compute`: the backend, or host_experts_ (its output then copied to the backend and added
+  // there, in the same order).
+  void RunExpert(Backend& compute, const ExtentView& extent, const std::byte* base,
+                 const ExpertTokens& tokens);
+  void AllocateHostExpertBuffers();
   void MapExperts(const Placement& placement);
   void RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
                std::span<float> logits);
@@ -117,6 +128,11 @@ class Model {
   // extent whether its bytes move to compute each time it is used (ExpertTraffic).
   std::vector<std::vector<int>> expert_extents_;
   std::vector<bool> moves_when_used_;
+  // Placement::host_computes_experts: the backend computing the experts marked here, and its
+  // buffers in host memory.
+  Backend* host_experts_ = nullptr;
+  std::vector<bool> computed_on_host_;
+  ExpertBuffers host_buffers_;
   StepRouting routing_;
   std::vector<float> host_router_logits_, host_shared_gate_;
   std::vector<int> identity_rows_;

@@ -4,6 +4,9 @@
 // batched products → weighted add into the residual stream), in ascending expert order so every
 // token sums its experts in the same order whatever the batch or placement. Only the routed
 // experts are asked of the weight source, all of them prefetched at once so reads overlap compute.
+// With Placement::host_computes_experts, the experts the device does not hold are computed by a
+// CPU backend from host memory: the step's FFN inputs are copied to the host once per layer, and
+// each such expert's outputs back to the device, where they are added in the same order.
 #include <cmath>
 
 #include "engine/error.h"
@@ -19,12 +22,15 @@ void Model::MapExperts(const Placement& placement) {
   if (!c.is_moe()) return;
   expert_extents_.assign(c.num_layers, {});
   moves_when_used_.assign(checkpoint_.extents.size(), false);
+  computed_on_host_.assign(checkpoint_.extents.size(), false);
   for (size_t e = 0; e < checkpoint_.extents.size(); ++e) {
     const ExtentInfo& extent = checkpoint_.extents[e];
+    computed_on_host_[e] = placement.ComputedOnHost(e, extent.kind == ExtentKind::kExpert);
     // On the CPU the device is DRAM, so only file-streamed bytes move; a GPU copies anything it
-    // does not hold.
-    moves_when_used_[e] = placement.backend == BackendKind::kCpu ? placement[e] == Tier::kNvme
-                                                                 : !placement.HeldByBackend(e);
+    // does not hold, unless the CPU computes it where it is.
+    moves_when_used_[e] = placement.backend == BackendKind::kCpu || computed_on_host_[e]
+                              ? placement[e] == Tier::kNvme
+                              : !placement.HeldByBackend(e);
     if (extent.kind != ExtentKind::kExpert) continue;
     ZINF_CHECK(extent.layer >= 0 && extent.layer < c.num_layers && c.IsMoeLayer(extent.layer),
                "extent {} is an expert of no sparse layer", extent.name);
@@ -38,10 +44,25 @@ void Model::MapExperts(const Placement& placement) {
     ZINF_CHECK(expert_extents_[layer].size() == expected, "layer {} has {} expert extents, not {}",
                layer, expert_extents_[layer].size(), expected);
   }
+  if (placement.host_computes_experts) {
+    ZINF_CHECK(host_experts_ != nullptr, "the placement has the CPU compute experts, but no CPU "
+                                         "backend was given for them");
+    AllocateHostExpertBuffers();
+  }
   host_router_logits_.resize(static_cast<size_t>(limits_.max_tokens_per_step) * c.moe.num_experts);
   host_shared_gate_.resize(static_cast<size_t>(limits_.micro_rows()));
   identity_rows_.resize(static_cast<size_t>(limits_.micro_rows()));
   for (size_t i = 0; i < identity_rows_.size(); ++i) identity_rows_[i] = static_cast<int>(i);
+}
+
+void Model::AllocateHostExpertBuffers() {
+  const ModelConfig& c = config();
+  const int micro = limits_.micro_rows();
+  host_buffers_ = {host_experts_->AllocateActivation(limits_.max_tokens_per_step, c.hidden_size),
+                   host_experts_->AllocateActivation(micro, c.hidden_size),
+                   host_experts_->AllocateActivation(micro, c.moe.expert_ffn),
+                   host_experts_->AllocateActivation(micro, c.moe.expert_ffn),
+                   host_experts_->AllocateActivation(micro, c.hidden_size)};
 }
 
 void Model::RunRouterAndSharedExpert(const ExtentView& extent, const std::byte* base,
@@ -86,6 +107,7 @@ void Model::RunExperts(int layer, int num_tokens) {
 
   const std::vector<int>& extents = expert_extents_[layer];
   experts_to_fetch_.clear();
+  bool host_computes_some = false;
   for (int expert = 0; expert < moe.num_experts; ++expert) {
     const int e = extents[expert];
     const uint64_t bytes = checkpoint_.extents[e].padded_bytes;
@@ -94,8 +116,14 @@ void Model::RunExperts(int layer, int num_tokens) {
     ++expert_traffic_.experts_used;
     if (moves_when_used_[e]) expert_traffic_.bytes_moved += bytes;
     if (backend_resident_[e] == nullptr) experts_to_fetch_.push_back(e);
+    host_computes_some |= computed_on_host_[e];
   }
   expert_traffic_.experts_total += moe.num_experts;
+  if (host_computes_some) {
+    const Tensor inputs = act_.moe_input.FirstRows(num_tokens);
+    backend_.CopyToHost(inputs, std::span<float>(static_cast<float*>(host_buffers_.step_input.data),
+                                                 static_cast<size_t>(inputs.rows * inputs.cols)));
+  }
 
   // Every routed expert's read is started as far as staging buffers allow; each release frees a
   // buffer for the next one while the expert after it computes.
@@ -111,22 +139,28 @@ void Model::RunExperts(int layer, int num_tokens) {
     const int e = extents[expert];
     const std::byte* base = backend_resident_[e];
     if (base != nullptr) {
-      RunExpert(ExtentView{&checkpoint_.extents[e], {}}, base, tokens);
+      RunExpert(backend_, ExtentView{&checkpoint_.extents[e], {}}, base, tokens);
       continue;
     }
     const ExtentView extent = weights_.Acquire(e);
     ++fetched;
+    Backend& compute = computed_on_host_[e] ? *host_experts_ : backend_;
     try {
-      RunExpert(extent, backend_.BindExtent(extent), tokens);
+      RunExpert(compute, extent, compute.BindExtent(extent), tokens);
     } catch (const Error& error) {
       Rethrow(error, fmt::format("extent {}", extent.info->name));
     }
-    weights_.Release(e, backend_.UnbindExtent());
+    weights_.Release(e, compute.UnbindExtent());
     prefetch_rest();
   }
 }
 
-void Model::RunExpert(const ExtentView& extent, const std::byte* base, const ExpertTokens& tokens) {
+void Model::RunExpert(Backend& compute, const ExtentView& extent, const std::byte* base,
+                      const ExpertTokens& tokens) {
+  const bool on_host = &compute != &backend_;
+  const ExpertBuffers buffers =
+      on_host ? host_buffers_
+              : ExpertBuffers{act_.moe_input, act_.expert_in, act_.gate, act_.up, act_.normed};
   const int64_t ffn = config().moe.expert_ffn;
   const Weight gate_w = Find(extent, base, tn::kGate, true);
   const Weight up_w = Find(extent, base, tn::kUp, true);
@@ -137,13 +171,20 @@ void Model::RunExpert(const ExtentView& extent, const std::byte* base, const Exp
   for (int begin = 0; begin < count; begin += chunk) {
     const int n = std::min(chunk, count - begin);
     const std::span<const int> rows(tokens.rows.data() + begin, n);
-    Tensor in = act_.expert_in.FirstRows(n), out = act_.normed.FirstRows(n);
-    Tensor gate{act_.gate.data, n, ffn}, up{act_.up.data, n, ffn};
-    backend_.GatherRows(act_.moe_input, rows, in);
+    Tensor in = buffers.in.FirstRows(n), out = buffers.out.FirstRows(n);
+    Tensor gate{buffers.gate.data, n, ffn}, up{buffers.up.data, n, ffn};
+    compute.GatherRows(buffers.step_input, rows, in);
     const Backend::Projection up_gate[] = {{up_w, {}, up}, {gate_w, {}, gate}};
-    backend_.MatMuls(in, up_gate);
-    backend_.SiluMul(gate, up, up);
-    backend_.MatMul(up, down_w, {}, out);
+    compute.MatMuls(in, up_gate);
+    compute.SiluMul(gate, up, up);
+    compute.MatMul(up, down_w, {}, out);
+    if (on_host) {  // to the device, into the buffer its own experts' outputs use
+      const Tensor device_out = act_.normed.FirstRows(n);
+      backend_.CopyFromHost(std::span<const float>(static_cast<const float*>(out.data),
+                                                   static_cast<size_t>(out.rows * out.cols)),
+                            device_out);
+      out = device_out;
+    }
     backend_.ScaleAddRows(out, rows, std::span<const float>(tokens.weights.data() + begin, n),
                           act_.x);
   }

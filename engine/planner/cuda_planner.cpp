@@ -3,8 +3,11 @@
 // over PCIe from page-locked DRAM, or from NVMe through pinned staging when DRAM is full too. A
 // decode step takes as long as the slowest of the disk, the PCIe link and the compute stream
 // (device-memory reads or the arithmetic, plus the CPU's attention when the KV cache is
-// offloaded), since copies into the slots overlap compute on the previous layer.
+// offloaded), since copies into the slots overlap compute on the previous layer. A mixture of
+// experts' experts the device cannot hold are either copied like the rest or, with
+// --moe-experts cpu (or auto, when it predicts faster), computed by the CPU from DRAM.
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "engine/error.h"
@@ -32,12 +35,20 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
   // expected routed share; everything the step uses is read from device memory once.
+  // expected routed share; everything the step uses is read from device memory once. Experts the
+  // CPU computes stay where they are, and the CPU's time for them adds to the layer's.
+  const planner_detail::HostExperts host =
+      plan.placement.host_computes_experts
+          ? planner_detail::HostExpertWork(checkpoint, inputs.routing, plan.placement, batch, bw)
+          : planner_detail::HostExperts{};
   const double used = planner_detail::StepBytesUsed(checkpoint, inputs.routing, batch);
-  const double moved =
-      used - planner_detail::StepBytesOn(checkpoint, inputs.routing, plan.placement.tiers,
-                                         Tier::kDevice, batch);
+  const double moved = used - host.step_bytes -
+                       planner_detail::StepBytesOn(checkpoint, inputs.routing, plan.placement.tiers,
+                                                   Tier::kDevice, batch);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
-  const double device_read_bytes = used + static_cast<double>(plan.device_kv_bytes());
+  plan.cpu_experts_seconds_per_step = host.seconds;
+  const double device_read_bytes =
+      used - host.step_bytes + static_cast<double>(plan.device_kv_bytes());
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step =
       2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
@@ -47,12 +58,18 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
   const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  const double cpu_seconds =
+      std::max(plan.cpu_attention_seconds_per_step, plan.cpu_experts_seconds_per_step);
   const Bound stream_bound =
-      plan.cpu_attention_seconds_per_step > gpu_seconds               ? Bound::kCpuAttention
+      cpu_seconds > gpu_seconds
+          ? (plan.cpu_experts_seconds_per_step > plan.cpu_attention_seconds_per_step
+                 ? Bound::kCpuExperts
+                 : Bound::kCpuAttention)
       : plan.memory_seconds_per_step >= plan.compute_seconds_per_step ? Bound::kHbm
                                                                       : Bound::kCompute;
   const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
-                          gpu_seconds + plan.cpu_attention_seconds_per_step};
+                          gpu_seconds + plan.cpu_attention_seconds_per_step +
+                              plan.cpu_experts_seconds_per_step};
   const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = bounds[slowest];
@@ -60,12 +77,26 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
 }
 
+// The DRAM the CPU's buffers for the experts it computes take: the step's FFN inputs, and a
+// micro-batch of one expert's rows through its SwiGLU.
+uint64_t HostExpertActivationBytes(const ModelConfig& c, const ModelLimits& limits) {
+  const uint64_t step_rows = limits.max_tokens_per_step;
+  const uint64_t micro_rows = limits.micro_rows();
+  return 4 * (step_rows * c.hidden_size + micro_rows * (2 * c.hidden_size + 2 * c.moe.expert_ffn));
+}
+
 // A CUDA plan without a placement yet: the KV cache where the workload puts it, activations and
-// scratch as the device pool holds them.
-Plan BaseCudaPlan(const PlannerInputs& inputs) {
+// scratch as the device pool holds them; experts the device does not hold computed by the CPU
+// or not.
+Plan BaseCudaPlan(const PlannerInputs& inputs, bool host_computes_experts = false) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   Plan plan;
   plan.placement.backend = BackendKind::kCuda;
+  plan.placement.host_computes_experts = host_computes_experts;
+  if (host_computes_experts) {
+    plan.host_expert_activation_bytes =
+        HostExpertActivationBytes(checkpoint.config, inputs.workload.limits());
+  }
   const CudaMemory fixed = FixedDeviceMemory(inputs);
   // Offloaded, the KV cache is the CPU backend's (its layout and dtype) and comes out of DRAM.
   const bool kv_on_host = inputs.workload.kv_offload;
@@ -104,6 +135,46 @@ Plan Candidate(const PlannerInputs& inputs, const Plan& base, std::vector<Tier> 
   return candidate;
 }
 
+// One way of computing experts' search (MakeCudaPlan): every depth and pair of caps, keeping in
+// `best` the fitting plan that predicts the most tokens/s.
+void SearchPlacements(const PlannerInputs& inputs, const Plan& base,
+                      const std::vector<size_t>& order, const std::vector<uint64_t>& caps,
+                      uint64_t device_room, uint64_t host_room,
+                      const std::function<bool(const Plan&)>& fits, std::optional<Plan>& best) {
+  const std::vector<ExtentInfo>& extents = inputs.checkpoint->extents;
+  host_room -= std::min(host_room, base.host_expert_activation_bytes);
+  for (int depth = std::max(inputs.max_prefetch_depth, 1); depth >= 1; --depth) {
+    const int slots = depth + 1;
+    for (uint64_t device_cap : caps) {
+      std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
+      const std::optional<uint64_t> resident =
+          planner_detail::KeepGreedily(extents, order, device_cap, planner_detail::RingOf(slots),
+                                       device_room, Tier::kDevice, Tier::kDram, on_device);
+      if (!resident) continue;
+      for (uint64_t host_cap : caps) {
+        std::vector<Tier> placement = on_device;
+        for (Tier& tier : placement) {
+          if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
+        }
+        const uint64_t largest_on_device =
+            planner_detail::LargestOn(extents, on_device, Tier::kDevice);
+        const std::optional<uint64_t> pinned = planner_detail::KeepGreedily(
+            extents, order, host_cap,
+            [&](uint64_t largest_nvme) {
+              return CudaStagingShape(largest_nvme, largest_on_device, depth).bytes();
+            },
+            host_room, Tier::kDram, Tier::kNvme, placement);
+        if (!pinned) continue;
+        Plan candidate = Candidate(inputs, base, std::move(placement), depth);
+        if (!fits(candidate)) continue;
+        if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {
+          best = std::move(candidate);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 CudaStaging CudaStagingShape(uint64_t largest_nvme, uint64_t largest_on_device, int depth) {
@@ -124,8 +195,11 @@ void SetCudaStaging(const std::vector<ExtentInfo>& extents, Placement& placement
   placement.staging_buffer_bytes = staging.buffer_bytes;
   placement.copy_buffers = staging.copy_buffers;
   placement.staging_buffers = staging.buffers;
-  const bool any_moved = std::any_of(placement.begin(), placement.end(),
-                                     [](Tier tier) { return tier != Tier::kDevice; });
+  bool any_moved = false;  // to the device: experts the CPU computes stay in DRAM
+  for (size_t e = 0; e < extents.size(); ++e) {
+    any_moved |= placement[e] != Tier::kDevice &&
+                 !placement.ComputedOnHost(e, extents[e].kind == ExtentKind::kExpert);
+  }
   placement.device_slots = any_moved ? std::max(depth + 1, 2) : 0;
 }
 
@@ -133,7 +207,10 @@ Plan EvaluateCudaPlacement(const PlannerInputs& inputs, std::vector<Tier> placem
                            int prefetch_depth) {
   ZINF_CHECK(placement.size() == inputs.checkpoint->extents.size(), "{} placements for {} extents",
              placement.size(), inputs.checkpoint->extents.size());
-  return Candidate(inputs, BaseCudaPlan(inputs), std::move(placement), prefetch_depth);
+  const bool host_experts =
+      inputs.checkpoint->config.is_moe() && inputs.workload.moe_experts == MoeExperts::kCpu;
+  return Candidate(inputs, BaseCudaPlan(inputs, host_experts), std::move(placement),
+                   prefetch_depth);
 }
 
 Plan MakeCudaPlan(const PlannerInputs& inputs) {
@@ -167,40 +244,21 @@ Plan MakeCudaPlan(const PlannerInputs& inputs) {
   // scratch and depth + 1 slots sized to the largest extent still moved), then DRAM (after the
   // NVMe staging ring), then NVMe, each by planner_detail::KeepGreedily, so that two large extents
   // (embeddings and head) can claim a tier together and leave the ring sized to a layer; keep the
-  // plan that predicts the most tokens/s among those whose device pool (CudaMemoryFor) fits.
+  // plan that predicts the most tokens/s among those whose device pool (CudaMemoryFor) fits. A
+  // mixture of experts is planned with the experts left off the device copied to it, computed by
+  // the CPU, or both ways (--moe-experts auto), the faster kept.
   const std::vector<size_t> order = planner_detail::ResidencyOrder(extents, inputs.routing);
   const std::vector<uint64_t> caps = planner_detail::DistinctSizes(extents, order);
   const uint64_t device_room = inputs.gpu_mem_bytes - std::min(inputs.gpu_mem_bytes, device_fixed);
   std::optional<Plan> best;
-  for (int depth = std::max(inputs.max_prefetch_depth, 1); depth >= 1; --depth) {
-    const int slots = depth + 1;
-    for (uint64_t device_cap : caps) {
-      std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"
-      const std::optional<uint64_t> resident =
-          planner_detail::KeepGreedily(extents, order, device_cap, planner_detail::RingOf(slots),
-                                       device_room, Tier::kDevice, Tier::kDram, on_device);
-      if (!resident) continue;
-      for (uint64_t host_cap : caps) {
-        std::vector<Tier> placement = on_device;
-        for (Tier& tier : placement) {
-          if (tier != Tier::kDevice) tier = Tier::kNvme;  // until DRAM is shown to hold it
-        }
-        const uint64_t largest_on_device =
-            planner_detail::LargestOn(extents, on_device, Tier::kDevice);
-        const std::optional<uint64_t> pinned = planner_detail::KeepGreedily(
-            extents, order, host_cap,
-            [&](uint64_t largest_nvme) {
-              return CudaStagingShape(largest_nvme, largest_on_device, depth).bytes();
-            },
-            host_room, Tier::kDram, Tier::kNvme, placement);
-        if (!pinned) continue;
-        Plan candidate = Candidate(inputs, base, std::move(placement), depth);
-        if (!fits(candidate)) continue;
-        if (!best || candidate.predicted_tokens_per_s > best->predicted_tokens_per_s) {
-          best = std::move(candidate);
-        }
-      }
-    }
+  const MoeExperts experts =
+      checkpoint.config.is_moe() ? inputs.workload.moe_experts : MoeExperts::kGpu;
+  std::vector<bool> expert_modes;  // host_computes_experts, as --moe-experts allows
+  if (experts != MoeExperts::kCpu) expert_modes.push_back(false);
+  if (experts != MoeExperts::kGpu) expert_modes.push_back(true);
+  for (const bool host_experts : expert_modes) {
+    SearchPlacements(inputs, BaseCudaPlan(inputs, host_experts), order, caps, device_room,
+                     host_room, fits, best);
   }
   if (best) return *best;
   const uint64_t largest = checkpoint.max_extent_padded_bytes();
@@ -223,18 +281,27 @@ std::string CudaSummary(const Plan& plan) {
       plan.offload_needed
           ? fmt::format(
                 "{} extents in device memory ({}), {} in pinned DRAM ({}), {} streamed "
-                "from disk ({} per step); {} device slots of {} (prefetch depth {})",
+                "from disk ({} per step); {}",
                 count(Tier::kDevice), FormatBytes(plan.resident_bytes), count(Tier::kDram),
                 FormatBytes(plan.pinned_bytes), count(Tier::kNvme),
-                FormatBytes(plan.streamed_bytes_per_step), plan.placement.device_slots,
-                FormatBytes(plan.device_slot_bytes / std::max(plan.placement.device_slots, 1)),
-                plan.placement.prefetch_depth)
+                FormatBytes(plan.streamed_bytes_per_step),
+                plan.placement.device_slots == 0
+                    ? std::string("no device slots (nothing is copied to the device per step)")
+                    : fmt::format("{} device slots of {} (prefetch depth {})",
+                                  plan.placement.device_slots,
+                                  FormatBytes(plan.device_slot_bytes / plan.placement.device_slots),
+                                  plan.placement.prefetch_depth))
           : fmt::format("all {} extents in device memory ({}); the model fits, so nothing is "
                         "offloaded",
                         plan.placement.size(), FormatBytes(plan.resident_bytes));
-  return fmt::format("plan: {}; KV cache {} {}; device memory used {}, DRAM used {}; "
+  const std::string experts =
+      plan.placement.host_computes_experts && plan.offload_needed
+          ? fmt::format("; experts not in device memory computed by the CPU ({:.3f} s per step)",
+                        plan.cpu_experts_seconds_per_step)
+          : "";
+  return fmt::format("plan: {}{}; KV cache {} {}; device memory used {}, DRAM used {}; "
                      "predicted {:.1f} tok/s ({}-bound)",
-                     where, FormatBytes(plan.kv_bytes),
+                     where, experts, FormatBytes(plan.kv_bytes),
                      plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU"
                                                  : "on the device",
                      FormatBytes(plan.device_bytes), FormatBytes(plan.total_dram_bytes()),

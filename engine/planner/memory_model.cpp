@@ -94,6 +94,8 @@ CudaMemory CudaMemoryFor(const Checkpoint& checkpoint, const ModelLimits& limits
   const uint64_t dequantized_bytes = compute == GpuCompute::kF32 ? 4 : 2;
   for (size_t e = 0; e < checkpoint.extents.size(); ++e) {
     const ExtentInfo& extent = checkpoint.extents[e];
+    // Experts the CPU computes never reach the device.
+    if (placement.ComputedOnHost(e, extent.kind == ExtentKind::kExpert)) continue;
     if (placement[e] == Tier::kDevice) {
       memory.resident_weight_bytes += Aligned(extent.padded_bytes);
     } else {

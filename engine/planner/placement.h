@@ -39,6 +39,10 @@ struct Placement {
   uint64_t staging_buffer_bytes = 0;
   // CUDA: device slots the extents not held on the device are copied into every step.
   int device_slots = 0;
+  // CUDA, mixture of experts (--moe-experts cpu): the experts the device does not hold are
+  // computed by the CPU where they are, in DRAM, instead of being copied to the device; only the
+  // routed tokens' rows cross PCIe. The device holds attention, routers and its resident experts.
+  bool host_computes_experts = false;
 
   // The weight source keeps the extent in host memory for the whole run (read once at start).
   bool KeptInDram(size_t extent) const {
@@ -49,6 +53,10 @@ struct Placement {
   // the layer loop never asks the weight source for it.
   bool HeldByBackend(size_t extent) const {
     return backend == BackendKind::kCuda && tiers[extent] == Tier::kDevice;
+  }
+  // host_computes_experts: the CPU computes this extent, an expert the device does not hold.
+  bool ComputedOnHost(size_t extent, bool is_expert) const {
+    return host_computes_experts && is_expert && !HeldByBackend(extent);
   }
   uint64_t staging_bytes() const { return staging_buffers * staging_buffer_bytes; }
 

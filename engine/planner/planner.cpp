@@ -104,6 +104,16 @@ const char* BoundName(Bound bound) {
     case Bound::kPcie: return "pcie";
     case Bound::kHbm: return "hbm";
     case Bound::kCpuAttention: return "cpu-attention";
+    case Bound::kCpuExperts: return "cpu-experts";
+  }
+  return "?";
+}
+
+const char* MoeExpertsName(MoeExperts where) {
+  switch (where) {
+    case MoeExperts::kAuto: return "auto";
+    case MoeExperts::kGpu: return "gpu";
+    case MoeExperts::kCpu: return "cpu";
   }
   return "?";
 }

@@ -15,8 +15,9 @@
 namespace zinf {
 
 // What a decode step's time is bounded by. CPU plans: disk, memory or compute; CUDA plans: disk,
-// pcie, hbm, compute, or cpu-attention (reading an offloaded KV cache from DRAM).
-enum class Bound : uint8_t { kDisk, kMemory, kCompute, kPcie, kHbm, kCpuAttention };
+// pcie, hbm, compute, cpu-attention (reading an offloaded KV cache from DRAM) or cpu-experts
+// (the CPU computing the experts the device does not hold).
+enum class Bound : uint8_t { kDisk, kMemory, kCompute, kPcie, kHbm, kCpuAttention, kCpuExperts };
 const char* BoundName(Bound bound);
 
 // Measured by `zinf calibrate` (or assumed, which the plan says).
@@ -41,6 +42,14 @@ struct Bandwidths {
   }
 };
 
+// CUDA, mixture of experts: where the experts the device cannot hold are computed (--moe-experts).
+enum class MoeExperts : uint8_t {
+  kAuto,  // whichever of the two the planner predicts faster
+  kGpu,   // copied over PCIe to the device each step they are routed to
+  kCpu,   // by the CPU from DRAM (KTransformers' split): only the routed rows cross PCIe
+};
+const char* MoeExpertsName(MoeExperts where);
+
 struct Workload {
   int batch_size = 8;            // sequences decoded together
   int max_context = 2048;        // positions per sequence (KV cache)
@@ -52,6 +61,7 @@ struct Workload {
   int micro_batch_tokens = 0;  // rows of a micro-batch; 0: the whole step is one
   int logit_rows = 0;          // logit rows per step beyond one per sequence (perplexity)
   GpuCompute gpu_compute = GpuCompute::kBf16;  // CUDA: what f32 weights are multiplied in
+  MoeExperts moe_experts = MoeExperts::kAuto;  // CUDA, mixture of experts
 
   // The limits Model runs this workload under: the memory model sizes a plan by them.
   ModelLimits limits() const;
@@ -87,6 +97,10 @@ struct Plan {
   uint64_t device_bytes = 0;       // the device pool: CudaMemoryFor(...).total()
   double h2d_seconds_per_step = 0;
   double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
+  // CUDA, placement.host_computes_experts: the CPU reading and multiplying the routed experts
+  // the device does not hold, and the DRAM its buffers for them take.
+  double cpu_experts_seconds_per_step = 0;
+  uint64_t host_expert_activation_bytes = 0;
   // Decode-step prediction: the step takes as long as the slowest of reading the streamed
   // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
   double io_seconds_per_step = 0;
@@ -97,7 +111,8 @@ struct Plan {
 
   bool on_cuda() const { return placement.backend == BackendKind::kCuda; }
   uint64_t total_dram_bytes() const {
-    return on_cuda() ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0)
+    return on_cuda() ? pinned_bytes + staging_bytes + (kv_tier == Tier::kDram ? kv_bytes : 0) +
+                           host_expert_activation_bytes
                      : resident_bytes + staging_bytes + kv_bytes + activation_bytes;
   }
   // CUDA plans: the KV cache's bytes in device memory (0 when it is offloaded to DRAM).

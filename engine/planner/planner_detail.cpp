@@ -156,6 +156,23 @@ double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidt
   return seconds;
 }
 
+HostExperts HostExpertWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                           const Placement& placement, int tokens, const Bandwidths& rates) {
+  HostExperts work;
+  double multiply_seconds = 0;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    const ExtentInfo& extent = checkpoint.extents[i];
+    if (!placement.ComputedOnHost(i, extent.kind == ExtentKind::kExpert)) continue;
+    work.step_bytes += StepBytes(checkpoint, routing, i, tokens);
+    for (const TensorInfo& tensor : extent.tensors) {
+      multiply_seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
+                          TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
+    }
+  }
+  work.seconds = std::max(work.step_bytes / (rates.dram_read_gbps * 1e9), multiply_seconds);
+  return work;
+}
+
 }  // namespace zinf::planner_detail
 
 namespace zinf {

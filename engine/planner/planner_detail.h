@@ -70,6 +70,16 @@ double ParameterCount(const Checkpoint& checkpoint);
 // tokens FLOPs (an expert's: × k/E, the share of tokens routed to it) at its dtype's kernel rate.
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
 
+// CUDA, host_computes_experts: per step, the bytes of the experts the CPU computes (those not
+// on the device) a step is expected to use, and the seconds the CPU takes for them: reading those
+// bytes from DRAM or their products (k/E of the tokens each), whichever is slower.
+struct HostExperts {
+  double step_bytes = 0;
+  double seconds = 0;
+};
+HostExperts HostExpertWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                           const Placement& placement, int tokens, const Bandwidths& rates);
+
 }  // namespace zinf::planner_detail
 
 namespace zinf {

@@ -121,3 +121,56 @@ TEST_CASE(
 }
 
 }  // namespace zinf::testing
+
+namespace zinf::testing {
+
+TEST_CASE("--moe-experts: where a GPU run computes its off-device experts; refused elsewhere") {
+  const std::string configs = std::string(ZINF_SOURCE_DIR) + "/configs";
+  const std::vector<std::string> common = {"plan",
+                                           "--config",
+                                           configs + "/mixtral-8x7b.json",
+                                           "--dtype",
+                                           "int4",
+                                           "--device",
+                                           "cuda",
+                                           "--gpu-mem",
+                                           "16G",
+                                           "--cpu-mem",
+                                           "128G",
+                                           "--batch-size",
+                                           "1",
+                                           "--max-context",
+                                           "1024",
+                                           "--pcie-gbps",
+                                           "25",
+                                           "--dram-gbps",
+                                           "100"};
+  std::vector<std::string> on_cpu = common, on_gpu = common, bad = common;
+  on_cpu.insert(on_cpu.end(), {"--moe-experts", "cpu"});
+  on_gpu.insert(on_gpu.end(), {"--moe-experts", "gpu"});
+  bad.insert(bad.end(), {"--moe-experts", "disk"});
+  const CliResult cpu = RunZinf(on_cpu);
+  INFO(cpu.err);
+  REQUIRE(cpu.exit_code == 0);
+  CHECK_THAT(cpu.out, Catch::Matchers::Contains("computed by the CPU"));
+  const CliResult gpu = RunZinf(on_gpu);
+  INFO(gpu.err);
+  REQUIRE(gpu.exit_code == 0);
+  CHECK_THAT(gpu.out, !Catch::Matchers::Contains("computed by the CPU"));
+  const CliResult refused = RunZinf(bad);
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err, Catch::Matchers::Contains("--moe-experts: 'disk'"));
+
+  const CliResult on_cpu_device =
+      RunZinf({"plan", "--config", configs + "/mixtral-8x7b.json", "--dtype", "int4", "--cpu-mem",
+               "512G", "--moe-experts", "cpu"});
+  CHECK(on_cpu_device.exit_code != 0);
+  CHECK_THAT(on_cpu_device.err, Catch::Matchers::Contains("--device cpu"));
+  const CliResult dense =
+      RunZinf({"plan", "--config", configs + "/llama-2-7b.json", "--device", "cuda", "--gpu-mem",
+               "8G", "--cpu-mem", "64G", "--moe-experts", "gpu"});
+  CHECK(dense.exit_code != 0);
+  CHECK_THAT(dense.err, Catch::Matchers::Contains("has no experts"));
+}
+
+}  // namespace zinf::testing

@@ -18,9 +18,10 @@ namespace zinf::testing {
 namespace {
 
 // `streamed_every`: 0 keeps every extent resident; n streams every n-th extent through the slot
-// ring (1: all of them).
+// ring (1: all of them). `host_experts`: experts not on the device are computed by the CPU
+// (--moe-experts cpu) instead.
 BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots = 2,
-                    bool kv_offload = false) {
+                    bool kv_offload = false, bool host_experts = false) {
   return [=](const Checkpoint& checkpoint, const ModelLimits& limits, Placement& placement) {
     // The harness's host placement (kDevice: kept in DRAM, kNvme: staged) becomes the GPU's:
     // device-held extents kDevice, the others copied every step from DRAM or from staging.
@@ -37,6 +38,7 @@ BackendFactory Cuda(cuda::ComputeType compute, int streamed_every = 0, int slots
     placement.staging_buffers = std::max(placement.prefetch_depth, 1) + 1 + placement.copy_buffers;
     placement.staging_buffer_bytes = checkpoint.max_extent_padded_bytes();
     placement.device_slots = slots;
+    placement.host_computes_experts = host_experts;
     cuda::CudaOptions options;
     options.compute = compute;
     options.placement = placement;
@@ -271,8 +273,8 @@ TEST_CASE("cuda: streaming weights through the slot ring gives the resident plac
 
 namespace zinf::testing {
 
-TEST_CASE("cuda: random Qwen2-MoE and Mixtral give the CPU's greedy ids, experts resident or "
-          "copied every step") {
+TEST_CASE("cuda: random Qwen2-MoE and Mixtral give the CPU's greedy ids, experts resident, "
+          "copied every step or computed by the CPU") {
   RandomModelSpec mixtral;
   mixtral.model_type = "mixtral";
   mixtral.num_experts = 4;
@@ -290,12 +292,15 @@ TEST_CASE("cuda: random Qwen2-MoE and Mixtral give the CPU's greedy ids, experts
     cpu.batch_size = 4;
     const std::vector<Completion> expected = Generate(model, requests, cpu);
     for (int streamed_every : {0, 1, 3}) {
-      INFO("every " << streamed_every << " extent(s) copied per step (0: none)");
-      EngineSettings gpu = cpu;
-      gpu.make_backend = Cuda(cuda::ComputeType::kF32, streamed_every);
-      const std::vector<Completion> actual = Generate(model, requests, gpu);
-      for (size_t i = 0; i < requests.size(); ++i)
-        CHECK(actual[i].token_ids == expected[i].token_ids);
+      for (const bool host_experts : {false, true}) {
+        INFO("every " << streamed_every << " extent(s) off the device (0: none); experts there "
+                      << (host_experts ? "computed by the CPU" : "copied every step"));
+        EngineSettings gpu = cpu;
+        gpu.make_backend = Cuda(cuda::ComputeType::kF32, streamed_every, 2, false, host_experts);
+        const std::vector<Completion> actual = Generate(model, requests, gpu);
+        for (size_t i = 0; i < requests.size(); ++i)
+          CHECK(actual[i].token_ids == expected[i].token_ids);
+      }
     }
   }
 }

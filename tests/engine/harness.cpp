@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cmd/engine_session.h"
+#include "cpu/cpu_backend.h"
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "model_formats/converter.h"
@@ -54,6 +55,7 @@ struct Engine {
   std::unique_ptr<cli::EngineSession> session;
   std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> host_experts;  // placement.host_computes_experts: a CPU backend
   std::unique_ptr<Model> model;
   Placement placement;  // with a backend factory; else the session's plan has it
 
@@ -89,8 +91,11 @@ Engine OpenEngine(const LoadedModel& loaded, const EngineSettings& settings,
   for (const std::span<const std::byte> region : engine.weights->HostMemory()) {
     engine.backend->UseHostMemory(region);
   }
-  engine.model =
-      std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits, placement);
+  if (placement.host_computes_experts) {
+    engine.host_experts = std::make_unique<cpu::CpuBackend>(1);
+  }
+  engine.model = std::make_unique<Model>(checkpoint, *engine.backend, *engine.weights, limits,
+                                         placement, engine.host_experts.get());
   engine.placement = placement;
   return engine;
 }

@@ -139,3 +139,67 @@ TEST_CASE("planner: a routing profile keeps the most used experts resident and p
 }
 
 }  // namespace zinf
+
+namespace zinf {
+
+TEST_CASE("CUDA planner, --moe-experts: the CPU computes off-device experts when it is faster") {
+  const Checkpoint model = testing::ShippedConfigCheckpoint("mixtral-8x7b");  // f16, 87 GiB
+  PlannerInputs inputs;
+  inputs.checkpoint = &model;
+  inputs.backend = BackendKind::kCuda;
+  inputs.gpu_mem_bytes = 24 * kGiB;
+  inputs.cpu_mem_bytes = 120 * kGiB;  // every expert fits in DRAM
+  inputs.workload.batch_size = 1;
+  inputs.workload.max_context = 512;
+  inputs.bandwidths.h2d_gbps = 25;         // PCIe 4.0
+  inputs.bandwidths.dram_read_gbps = 100;  // a server's DDR5, four times the link
+  inputs.bandwidths.compute_gflops = 1000;
+
+  inputs.workload.moe_experts = MoeExperts::kGpu;
+  const Plan copied = MakePlan(inputs);
+  inputs.workload.moe_experts = MoeExperts::kCpu;
+  const Plan on_cpu = MakePlan(inputs);
+  REQUIRE(copied.offload_needed);
+  CHECK_FALSE(copied.placement.host_computes_experts);
+  CHECK(copied.cpu_experts_seconds_per_step == 0);
+  REQUIRE(on_cpu.placement.host_computes_experts);
+
+  // With the CPU computing them, off-device experts cross no link: PCIe carries only what is
+  // not an expert, and the CPU reads the routed experts' bytes from DRAM.
+  double host_expert_bytes = 0;
+  for (size_t i = 0; i < model.extents.size(); ++i) {
+    const ExtentInfo& extent = model.extents[i];
+    if (extent.kind == ExtentKind::kExpert && on_cpu.placement[i] != Tier::kDevice) {
+      CHECK(on_cpu.placement[i] == Tier::kDram);
+      host_expert_bytes += 0.25 * extent.padded_bytes;  // a one-token step: k/E of each
+    }
+  }
+  REQUIRE(host_expert_bytes > 0);
+  CHECK(on_cpu.cpu_experts_seconds_per_step ==
+        Approx(host_expert_bytes / (100 * 1e9)).epsilon(1e-6));
+  CHECK(on_cpu.h2d_seconds_per_step < copied.h2d_seconds_per_step / 10);
+  CHECK(on_cpu.host_expert_activation_bytes > 0);
+  CHECK(on_cpu.total_dram_bytes() <= inputs.cpu_mem_bytes);
+  // Experts never reach the device, so its weight slots need not hold one.
+  CHECK(on_cpu.device_slot_bytes < copied.device_slot_bytes);
+  CHECK(on_cpu.Summary().find("computed by the CPU") != std::string::npos);
+
+  // auto: at batch 1 DRAM beats the link; at batch 64 the CPU's arithmetic (every expert used,
+  // each by k/E of 64 tokens) is slower than copying every expert over PCIe.
+  inputs.workload.moe_experts = MoeExperts::kAuto;
+  const Plan auto_one = MakePlan(inputs);
+  CHECK(auto_one.placement.host_computes_experts);
+  CHECK(auto_one.predicted_tokens_per_s ==
+        Approx(std::max(on_cpu.predicted_tokens_per_s, copied.predicted_tokens_per_s)));
+  CHECK(on_cpu.predicted_tokens_per_s > copied.predicted_tokens_per_s);
+  inputs.workload.batch_size = 64;
+  inputs.bandwidths.compute_gflops = 200;
+  const Plan auto_many = MakePlan(inputs);
+  CHECK_FALSE(auto_many.placement.host_computes_experts);
+  inputs.workload.moe_experts = MoeExperts::kCpu;
+  const Plan forced = MakePlan(inputs);
+  CHECK(forced.bound == Bound::kCpuExperts);
+  CHECK(forced.predicted_tokens_per_s < auto_many.predicted_tokens_per_s);
+}
+
+}  // namespace zinf

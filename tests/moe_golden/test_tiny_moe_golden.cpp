@@ -63,6 +63,24 @@ std::vector<Case> Cases() {
     return std::make_unique<cpu::CpuBackend>(2);
   };
   cases.push_back(partly);
+
+  // --moe-experts cpu's path: the experts a device does not hold computed by a second, host
+  // backend from copies of the step's FFN inputs, their outputs copied back and added in expert
+  // order. On the CPU the device holds no expert, so the host backend computes every one.
+  for (const bool streamed : {false, true}) {
+    Case host{fmt::format("experts computed by a host backend, {}, batch 3",
+                          streamed ? "streamed" : "resident"),
+              {}};
+    host.settings.placement =
+        streamed ? io::WeightPlacement::kStreamed : io::WeightPlacement::kResident;
+    host.settings.batch_size = 3;
+    host.settings.make_backend = [](const Checkpoint&, const ModelLimits&,
+                                    Placement& placement) -> std::unique_ptr<Backend> {
+      placement.host_computes_experts = true;
+      return std::make_unique<cpu::CpuBackend>(2);
+    };
+    cases.push_back(host);
+  }
   return cases;
 }
 
@@ -99,7 +117,48 @@ void CheckAgainstReference(const std::string& name) {
   }
 }
 
+// The same run with every expert on the host backend gives bit-identical logprobs: the split
+// changes where experts run, not what each token sums or in which order.
+void CheckHostExpertsBitIdentical(const std::string& name) {
+  const LoadedModel model = ConvertAndLoad(TinyMoeDir(name), "tiny-moe-host-" + name);
+  std::vector<Request> requests;
+  for (const nlohmann::json& prompt : ReadJsonLines(TinyMoeDir(name) + "/prompts.jsonl")) {
+    Request request = GreedyRequest(prompt["id"], prompt["prompt_ids"], prompt["max_new_tokens"]);
+    request.logprobs = 2;
+    requests.push_back(std::move(request));
+  }
+  EngineSettings plain;
+  plain.batch_size = 4;
+  plain.make_backend = [](const Checkpoint&, const ModelLimits&,
+                          Placement&) -> std::unique_ptr<Backend> {
+    return std::make_unique<cpu::CpuBackend>(2);
+  };
+  EngineSettings split = plain;
+  split.make_backend = [](const Checkpoint&, const ModelLimits&,
+                          Placement& placement) -> std::unique_ptr<Backend> {
+    placement.host_computes_experts = true;
+    return std::make_unique<cpu::CpuBackend>(2);
+  };
+  const std::vector<Completion> expected = Generate(model, requests, plain);
+  const std::vector<Completion> got = Generate(model, requests, split);
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(name << ", request " << i);
+    REQUIRE(got[i].logprobs.size() == expected[i].logprobs.size());
+    for (size_t t = 0; t < got[i].logprobs.size(); ++t) {
+      CHECK(got[i].logprobs[t].chosen.logprob == expected[i].logprobs[t].chosen.logprob);
+      for (size_t j = 0; j < got[i].logprobs[t].top.size(); ++j)
+        CHECK(got[i].logprobs[t].top[j].logprob == expected[i].logprobs[t].top[j].logprob);
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("tiny Mixtral and Qwen3-MoE: experts on a host backend give bit-identical logprobs") {
+  CheckHostExpertsBitIdentical("mixtral");
+  CheckHostExpertsBitIdentical("qwen3_moe");
+}
 
 TEST_CASE("tiny Mixtral: greedy ids and logprobs equal the float64 reference in every placement") {
   CheckAgainstReference("mixtral");
