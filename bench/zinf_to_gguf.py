@@ -6,6 +6,10 @@ Standard library only (no numpy, no gguf-py). Used by bench/vs_llamacpp.sh so th
 run the same weights.
 
   zinf_to_gguf.py convert ZINF_DIR OUT.gguf     # f32 checkpoints -> F32 GGUF (f16/bf16 -> F16/BF16)
+  zinf_to_gguf.py convert ZINF_DIR OUT.gguf --consume-source
+                                                # frees weights.bin's blocks as they are copied, for
+                                                # a disk that can't hold both (ZINF_DIR is left
+                                                # unusable and is removed at the end)
   zinf_to_gguf.py dump FILE.gguf                # metadata and tensor table
   zinf_to_gguf.py compare A.gguf B.gguf         # tensor-by-tensor max |a - b| (F32/F16/BF16 tensors)
 
@@ -30,8 +34,11 @@ What the conversion does:
   with llama.vocab_size, which llama.cpp accepts (it adds vocab_size dummy tokens; enough for
   llama-bench, which feeds random token ids).
 """
+import ctypes
+import ctypes.util
 import json
 import os
+import shutil
 import struct
 import sys
 
@@ -237,7 +244,15 @@ def _q4_to_q4_1(data, rows, cols):
     return bytes(out)
 
 
-def convert(zinf_dir, out_path):
+def _punch_hole(fd, offset, length):
+    """Frees a range of a file's blocks (fallocate PUNCH_HOLE | KEEP_SIZE); the range reads as zeros."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if libc.fallocate(fd, 0x02 | 0x01, offset, length) != 0:
+        fail("--consume-source: fallocate(PUNCH_HOLE) failed: %s" % os.strerror(ctypes.get_errno()))
+
+
+def convert(zinf_dir, out_path, consume_source=False):
     with open(os.path.join(zinf_dir, "manifest.json")) as f:
         man = json.load(f)
     if man.get("format") != "zinf" or man.get("version") not in (1, 2, 3):
@@ -394,7 +409,8 @@ def convert(zinf_dir, out_path):
     header = GGUF_MAGIC + struct.pack("<IQQ", GGUF_VERSION, len(tensors), len(kv.items))
     head = header + kv.encode() + bytes(infos)
     tmp = out_path + ".tmp"
-    with open(os.path.join(zinf_dir, man.get("weights_file", "weights.bin")), "rb") as wf, \
+    weights_path = os.path.join(zinf_dir, man.get("weights_file", "weights.bin"))
+    with open(weights_path, "r+b" if consume_source else "rb") as wf, \
             open(tmp, "wb") as out:
         out.write(head)
         out.write(b"\0" * (_align(len(head)) - len(head)))
@@ -425,9 +441,15 @@ def convert(zinf_dir, out_path):
                             fail("weights file ends inside %s" % gname)
                         out.write(chunk)
                         left -= len(chunk)
+                if consume_source:
+                    out.flush()
+                    os.fsync(out.fileno())  # the copy is on disk before its source is freed
+                    _punch_hole(wf.fileno(), src, size)
         end = data_start + offset
         out.write(b"\0" * (end - out.tell()))
     os.replace(tmp, out_path)
+    if consume_source:
+        shutil.rmtree(zinf_dir)
     sys.stderr.write("zinf_to_gguf: wrote %s: %d tensors, %s, tokenizer %s, %.1f MB\n"
                      % (out_path, len(tensors), dtype, mode, os.path.getsize(out_path) / 1e6))
 
@@ -534,8 +556,11 @@ def compare(a_path, b_path):
 
 
 def main(argv):
-    if len(argv) == 3 and argv[0] == "convert":
-        convert(argv[1], argv[2])
+    if len(argv) in (3, 4) and argv[0] == "convert":
+        if len(argv) == 4 and argv[3] != "--consume-source":
+            sys.stderr.write(__doc__)
+            return 2
+        convert(argv[1], argv[2], consume_source=len(argv) == 4)
         return 0
     if len(argv) == 2 and argv[0] == "dump":
         dump(argv[1])
