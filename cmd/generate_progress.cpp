@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/byte_units.h"
+
 namespace zinf::cli {
 
 namespace {
@@ -21,7 +23,7 @@ std::string Compact(double value) {
   if (value >= 1e6) return fmt::format("{:.2f}M", value / 1e6);
   if (value >= 1e4) return fmt::format("{:.1f}k", value / 1e3);
   if (value >= 100) return fmt::format("{:.0f}", value);
-  return fmt::format("{:.1f}", value);
+  return FormatRate(value);
 }
 
 }  // namespace

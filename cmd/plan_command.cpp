@@ -162,7 +162,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
                plan.io_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step);
   }
-  fmt::print("predicted  {:.1f} tokens/s decode, {}-bound\n", plan.predicted_tokens_per_s,
+  fmt::print("predicted  {} tokens/s decode, {}-bound\n", FormatRate(plan.predicted_tokens_per_s),
              BoundName(plan.bound));
   fmt::print("{}\n", plan.Summary());
 }

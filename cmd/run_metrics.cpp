@@ -51,10 +51,10 @@ std::string RunMetrics::SummaryLine() const {
                                  interrupted ? "interrupted" : "finished", completed, failed);
   if (skipped > 0) line += fmt::format(", {} skipped (already in the output)", skipped);
   line += fmt::format(" in {}", FormatDuration(seconds));
-  line += fmt::format(" | prefill {} tok at {:.1f} tok/s | decode {:.1f} tok/s, generation {:.1f} "
-                      "tok/s ({} tok)",
-                      prompt_tokens, prefill_tokens_per_s, decode_tokens_per_s,
-                      generation_tokens_per_s, generated_tokens);
+  line +=
+      fmt::format(" | prefill {} tok at {} tok/s | decode {} tok/s, generation {} tok/s ({} tok)",
+                  prompt_tokens, FormatRate(prefill_tokens_per_s), FormatRate(decode_tokens_per_s),
+                  FormatRate(generation_tokens_per_s), generated_tokens);
   line += fmt::format(" | weights: {} resident in {}", FormatBytes(dram_resident_bytes),
                       resident_place);
   if (nvme_streamed_bytes > 0) {
@@ -67,12 +67,12 @@ std::string RunMetrics::SummaryLine() const {
     // The plan's prediction is a bound from the planner's rates; a run faster than it means
     // those rates are low, which is worth saying rather than printing "119% of the bound".
     if (decode_tokens_per_s <= predicted_decode_tokens_per_s) {
-      line += fmt::format(" | decode at {:.0f}% of the plan's {}-bound {:.1f} tok/s",
-                          percent_of_bound, bound, predicted_decode_tokens_per_s);
+      line += fmt::format(" | decode at {:.0f}% of the plan's {}-bound {} tok/s", percent_of_bound,
+                          bound, FormatRate(predicted_decode_tokens_per_s));
     } else {
-      line += fmt::format(" | decode beat the plan's {}-bound {:.1f} tok/s: the planner's rates "
+      line += fmt::format(" | decode beat the plan's {}-bound {} tok/s: the planner's rates "
                           "are low for this machine (run zinf calibrate)",
-                          bound, predicted_decode_tokens_per_s);
+                          bound, FormatRate(predicted_decode_tokens_per_s));
     }
   }
   return line + ExpertsSummary();

@@ -50,4 +50,9 @@ std::string FormatBytesBeside(uint64_t bytes, uint64_t other) {
   return fmt::format("{} B", bytes);
 }
 
+std::string FormatRate(double per_second) {
+  if (per_second >= 1 || per_second <= 0) return fmt::format("{:.1f}", per_second);
+  return fmt::format("{:.3g}", per_second);
+}
+
 }  // namespace zinf

@@ -300,12 +300,12 @@ std::string CudaSummary(const Plan& plan) {
                         plan.cpu_experts_seconds_per_step)
           : "";
   return fmt::format("plan: {}{}; KV cache {} {}; device memory used {}, DRAM used {}; "
-                     "predicted {:.1f} tok/s ({}-bound)",
+                     "predicted {} tok/s ({}-bound)",
                      where, experts, FormatBytes(plan.kv_bytes),
                      plan.kv_tier == Tier::kDram ? "in DRAM, attention on the CPU"
                                                  : "on the device",
                      FormatBytes(plan.device_bytes), FormatBytes(plan.total_dram_bytes()),
-                     plan.predicted_tokens_per_s, BoundName(plan.bound));
+                     FormatRate(plan.predicted_tokens_per_s), BoundName(plan.bound));
 }
 
 }  // namespace zinf

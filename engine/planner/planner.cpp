@@ -223,7 +223,8 @@ BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
     candidate.workload.step_tokens = std::max(inputs.workload.step_tokens, batch);
     try {
       candidates.emplace_back(batch, MakePlan(candidate));
-      tried += fmt::format(" {}:{:.1f}", batch, candidates.back().second.predicted_tokens_per_s);
+      tried +=
+          fmt::format(" {}:{}", batch, FormatRate(candidates.back().second.predicted_tokens_per_s));
     } catch (const Error& error) {
       if (candidates.empty()) throw;
       tried += fmt::format(" {}:does-not-fit", batch);
@@ -257,9 +258,10 @@ std::string Plan::Summary() const {
                         FormatBytes(placement.staging_buffer_bytes), placement.prefetch_depth)
           : fmt::format("all {} extents resident ({}); the model fits, so nothing is offloaded",
                         resident, FormatBytes(resident_bytes));
-  return fmt::format("plan: {}; KV cache {} in {}; DRAM used {}; predicted {:.1f} tok/s ({}-bound)",
+  return fmt::format("plan: {}; KV cache {} in {}; DRAM used {}; predicted {} tok/s ({}-bound)",
                      where, FormatBytes(kv_bytes), TierPlace(kv_tier, BackendKind::kCpu),
-                     FormatBytes(total_dram_bytes()), predicted_tokens_per_s, BoundName(bound));
+                     FormatBytes(total_dram_bytes()), FormatRate(predicted_tokens_per_s),
+                     BoundName(bound));
 }
 
 }  // namespace zinf

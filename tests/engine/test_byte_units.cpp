@@ -23,4 +23,12 @@ TEST_CASE("a size beside another shows the digits that tell them apart") {
   CHECK(FormatBytesBeside(gib, 2 * gib) == "1.00 GiB");
 }
 
+TEST_CASE("a rate below one token per second keeps its significant digits") {
+  CHECK(FormatRate(48.24) == "48.2");
+  CHECK(FormatRate(1.0) == "1.0");
+  CHECK(FormatRate(0.14289) == "0.143");
+  CHECK(FormatRate(0.025662) == "0.0257");  // Llama-2-70B int4 streamed from a slow disk
+  CHECK(FormatRate(0.0) == "0.0");
+}
+
 }  // namespace zinf
