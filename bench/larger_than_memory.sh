@@ -119,26 +119,9 @@ sync
 for batch in "${batch_list[@]}"; do
   echo "peer, batch $batch, mmap"
   drop_page_cache
-  # Forward passes: the peer's warm-up pass, then (batched-bench) the prompts' pass, then one per
-  # new token.
-  if [ "$batch" = 1 ]; then
-    passes=$((1 + steps))
-    if timed "$work/llama-1" timeout "$llama_timeout" "$llamacpp_bin/llama-bench" -m "$gguf" \
-        -t "$threads" -p 0 -n "$steps" -r 1 -o json > "$work/llama-1.json" 2> "$work/llama-1.log"; then
-      tok_s=$(jq -r '.[0].avg_ts' "$work/llama-1.json")
-    else
-      tok_s="not done in ${llama_timeout} s"
-    fi
-  else
-    passes=$((2 + steps))
-    if (cd "$work" && timed "$work/llama-$batch" timeout "$llama_timeout" \
-        "$llamacpp_bin/llama-batched-bench" -m "$gguf" -t "$threads" -c $((batch * (steps + 2))) \
-        -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" > "$work/llama-$batch.txt" 2>&1); then
-      tok_s=$(awk -F'|' '$4 ~ /^ *'"$batch"' *$/ {gsub(/ /, "", $9); print $9}' "$work/llama-$batch.txt")
-    else
-      tok_s="not done in ${llama_timeout} s"
-    fi
-  fi
+  tok_s=$(peer_streamed_decode "$llamacpp_bin" "$gguf" "$threads" "$batch" "$steps" \
+    "$llama_timeout" "$work/llama-$batch")
+  passes=$(( (batch == 1 ? 1 : 2) + steps ))  # as peer_streamed_decode counts them
   llama_rows+=("$tok_s	$(disk_gb "$work/llama-$batch")	$passes	$(peak_gib "$work/llama-$batch")")
 done
 

@@ -32,3 +32,28 @@ peer_batched_decode() {
     -c $((npl * 48 + 64)) -b 2048 -ub 512 -npp 16 -ntg 32 -npl "$npl" > "$out" 2>&1)
   awk -F'|' '$2 ~ /^ *16 *$/ && $4 ~ /^ *'"$npl"' *$/ {gsub(/ /, "", $9); print $9}' "$out"
 }
+
+# peer_streamed_decode BIN GGUF THREADS BATCH STEPS TIMEOUT PREFIX: a llama.cpp-family peer's decode
+# tokens/s for BATCH one-token prompts generating STEPS tokens each (llama-bench at batch 1,
+# llama-batched-bench above it), or "not done in TIMEOUT s". Its output goes to PREFIX.txt (and
+# PREFIX.json), GNU time's "inblocks peak_rss_kib" to PREFIX.io. The forward passes it runs: its
+# warm-up, (batched-bench) the prompts', then one per new token.
+peer_streamed_decode() {
+  local bin gguf threads=$3 batch=$4 steps=$5 limit=$6 prefix
+  bin=$(realpath "$1") gguf=$(realpath "$2") prefix=$(realpath -m "$7")
+  local timed=(/usr/bin/time -o "$prefix.io" -f '%I %M' timeout "$limit")
+  if [ "$batch" = 1 ]; then
+    if "${timed[@]}" "$bin/llama-bench" -m "$gguf" -t "$threads" -p 0 -n "$steps" -r 1 -o json \
+        > "$prefix.json" 2> "$prefix.txt"; then
+      jq -r '.[0].avg_ts' "$prefix.json"
+      return
+    fi
+  # From PREFIX's folder: the tool drops a llama.log into its working directory.
+  elif (cd "$(dirname "$prefix")" && "${timed[@]}" "$bin/llama-batched-bench" -m "$gguf" \
+      -t "$threads" -c $((batch * (steps + 2))) -b 2048 -ub 512 -npp 1 -ntg "$steps" \
+      -npl "$batch" > "$prefix.txt" 2>&1); then
+    awk -F'|' '$4 ~ /^ *'"$batch"' *$/ {gsub(/ /, "", $9); print $9}' "$prefix.txt"
+    return
+  fi
+  echo "not done in $limit s"
+}

@@ -14,7 +14,7 @@
 #   [--threads N] [--work DIR (default $ZINF_BUILD_DIR/moe-streaming)] [--out FILE.md]
 #   [--llama-timeout SECONDS (default 900: a llama.cpp run past it is reported as such)]
 #   [--cpu-mem SIZE (e.g. 21G: also run zinf's own placement under that budget)]
-# Needs fio and jq (scripts/install-deps --bench); exits 0 with SKIP without them.
+# Needs fio, jq and GNU time (scripts/install-deps --bench); exits 0 with SKIP without them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/bench/lib.sh"
@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     *) llamacpp_bin=$1; shift ;;
   esac
 done
-for tool in fio jq; do
+for tool in fio jq /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found (scripts/install-deps --bench)"; exit 0; }
 done
 zinf=$(zinf_binary "$root")
@@ -123,21 +123,8 @@ if [ -n "$llamacpp_bin" ] && [ -x "$llamacpp_bin/llama-bench" ]; then
     # Each run starts with a cold page cache where we may empty it (root), as zinf's O_DIRECT
     # reads always are; otherwise it inherits whatever the cache holds.
     if [ -w /proc/sys/vm/drop_caches ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
-    if [ "$batch" = 1 ]; then
-      if timeout "$llama_timeout" "$llamacpp_bin/llama-bench" -m "$gguf" -t "$threads" -p 0 \
-          -n "$steps" -r 1 -o json > "$work/llama-1.json" 2> "$work/llama-1.log"; then
-        llama_rows+=("$(jq -r '.[0].avg_ts' "$work/llama-1.json")")
-      else
-        llama_rows+=("not done in ${llama_timeout} s")
-      fi
-    elif timeout "$llama_timeout" "$llamacpp_bin/llama-batched-bench" -m "$gguf" -t "$threads" \
-        -c $((batch * (steps + 2))) -b 2048 -ub 512 -npp 1 -ntg "$steps" -npl "$batch" \
-        > "$work/llama-$batch.txt" 2>&1; then
-      llama_rows+=("$(awk -F'|' '$4 ~ /^ *'"$batch"' *$/ {gsub(/ /, "", $9); print $9}' \
-        "$work/llama-$batch.txt")")
-    else
-      llama_rows+=("not done in ${llama_timeout} s")
-    fi
+    llama_rows+=("$(peer_streamed_decode "$llamacpp_bin" "$gguf" "$threads" "$batch" "$steps" \
+      "$llama_timeout" "$work/llama-$batch")")
   done
 fi
 

@@ -8,9 +8,11 @@
 // CPU backend from host memory: the step's FFN inputs are copied to the host once per layer, and
 // each such expert's outputs back to the device, where they are added in the same order.
 #include <cmath>
+#include <iterator>
 
 #include "engine/error.h"
 #include "engine/model.h"
+#include "engine/planner/memory_model.h"
 #include "engine/tensor_names.h"
 
 namespace zinf {
@@ -56,13 +58,14 @@ void Model::MapExperts(const Placement& placement) {
 }
 
 void Model::AllocateHostExpertBuffers() {
-  const ModelConfig& c = config();
-  const int micro = limits_.micro_rows();
-  host_buffers_ = {host_experts_->AllocateActivation(limits_.max_tokens_per_step, c.hidden_size),
-                   host_experts_->AllocateActivation(micro, c.hidden_size),
-                   host_experts_->AllocateActivation(micro, c.moe.expert_ffn),
-                   host_experts_->AllocateActivation(micro, c.moe.expert_ffn),
-                   host_experts_->AllocateActivation(micro, c.hidden_size)};
+  // The memory model's shapes, as the planner counts them.
+  const auto shapes = HostExpertShapes(config(), limits_);
+  Tensor* buffers[] = {&host_buffers_.step_input, &host_buffers_.in, &host_buffers_.gate,
+                       &host_buffers_.up, &host_buffers_.out};
+  ZINF_CHECK(shapes.size() == std::size(buffers), "{} host expert buffers planned, {} taken",
+             shapes.size(), std::size(buffers));
+  for (size_t i = 0; i < shapes.size(); ++i)
+    *buffers[i] = host_experts_->AllocateActivation(shapes[i].first, shapes[i].second);
 }
 
 void Model::RunRouterAndSharedExpert(const ExtentView& extent, const std::byte* base,

@@ -34,7 +34,6 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const int batch = std::max(inputs.workload.batch_size, 1);
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
-  // expected routed share; everything the step uses is read from device memory once.
   // expected routed share; everything the step uses is read from device memory once. Experts the
   // CPU computes stay where they are, and the CPU's time for them adds to the layer's.
   const planner_detail::HostExperts host =
@@ -75,14 +74,6 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.bound = bounds[slowest];
   const double step = parts[slowest];
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
-}
-
-// The DRAM the CPU's buffers for the experts it computes take: the step's FFN inputs, and a
-// micro-batch of one expert's rows through its SwiGLU.
-uint64_t HostExpertActivationBytes(const ModelConfig& c, const ModelLimits& limits) {
-  const uint64_t step_rows = limits.max_tokens_per_step;
-  const uint64_t micro_rows = limits.micro_rows();
-  return 4 * (step_rows * c.hidden_size + micro_rows * (2 * c.hidden_size + 2 * c.moe.expert_ffn));
 }
 
 // A CUDA plan without a placement yet: the KV cache where the workload puts it, activations and

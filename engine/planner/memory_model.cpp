@@ -43,12 +43,32 @@ std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& c,
   return shapes;
 }
 
-uint64_t ActivationBytes(const ModelConfig& config, const ModelLimits& limits) {
+namespace {
+
+uint64_t F32Bytes(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   uint64_t floats = 0;
-  for (const auto& [rows, cols] : ActivationShapes(config, limits)) {
-    floats += static_cast<uint64_t>(rows) * cols;
-  }
+  for (const auto& [rows, cols] : shapes) floats += static_cast<uint64_t>(rows) * cols;
   return floats * sizeof(float);
+}
+
+}  // namespace
+
+uint64_t ActivationBytes(const ModelConfig& config, const ModelLimits& limits) {
+  return F32Bytes(ActivationShapes(config, limits));
+}
+
+std::vector<std::pair<int64_t, int64_t>> HostExpertShapes(const ModelConfig& c,
+                                                          const ModelLimits& limits) {
+  const int64_t micro = limits.micro_rows();
+  return {{limits.max_tokens_per_step, c.hidden_size},
+          {micro, c.hidden_size},
+          {micro, c.moe.expert_ffn},
+          {micro, c.moe.expert_ffn},
+          {micro, c.hidden_size}};
+}
+
+uint64_t HostExpertActivationBytes(const ModelConfig& config, const ModelLimits& limits) {
+  return F32Bytes(HostExpertShapes(config, limits));
 }
 
 KvCacheShape KvShapeFor(const ModelConfig& c, const ModelLimits& limits) {

@@ -22,6 +22,11 @@ namespace zinf {
 std::vector<std::pair<int64_t, int64_t>> ActivationShapes(const ModelConfig& config,
                                                           const ModelLimits& limits);
 uint64_t ActivationBytes(const ModelConfig& config, const ModelLimits& limits);
+// The host buffers of Placement::host_computes_experts, in the order Model takes them: the step's
+// FFN inputs, and one micro-batch of an expert's gathered rows, gate and up products and output.
+std::vector<std::pair<int64_t, int64_t>> HostExpertShapes(const ModelConfig& config,
+                                                          const ModelLimits& limits);
+uint64_t HostExpertActivationBytes(const ModelConfig& config, const ModelLimits& limits);
 
 // The KV cache Model asks its backend for.
 KvCacheShape KvShapeFor(const ModelConfig& config, const ModelLimits& limits);

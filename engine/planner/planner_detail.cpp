@@ -132,6 +132,17 @@ double TokenShare(const Checkpoint& checkpoint, const ExtentInfo& extent) {
   return static_cast<double>(moe.experts_per_token) / moe.num_experts;
 }
 
+// Seconds the CPU's products with one extent take in a step of `tokens` rows.
+double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& extent, int tokens,
+                           const Bandwidths& rates) {
+  double seconds = 0;
+  for (const TensorInfo& tensor : extent.tensors) {
+    seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
+               TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
+  }
+  return seconds;
+}
+
 }  // namespace
 
 double ParameterCount(const Checkpoint& checkpoint) {
@@ -147,11 +158,8 @@ double ParameterCount(const Checkpoint& checkpoint) {
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates) {
   double seconds = 0;
   for (const ExtentInfo& extent : checkpoint.extents) {
-    if (extent.kind == ExtentKind::kEmbedding) continue;
-    for (const TensorInfo& tensor : extent.tensors) {
-      seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
-                 TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
-    }
+    if (extent.kind != ExtentKind::kEmbedding)
+      seconds += ExtentMatmulSeconds(checkpoint, extent, tokens, rates);
   }
   return seconds;
 }
@@ -164,10 +172,7 @@ HostExperts HostExpertWork(const Checkpoint& checkpoint, const RoutingProfile* r
     const ExtentInfo& extent = checkpoint.extents[i];
     if (!placement.ComputedOnHost(i, extent.kind == ExtentKind::kExpert)) continue;
     work.step_bytes += StepBytes(checkpoint, routing, i, tokens);
-    for (const TensorInfo& tensor : extent.tensors) {
-      multiply_seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
-                          TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
-    }
+    multiply_seconds += ExtentMatmulSeconds(checkpoint, extent, tokens, rates);
   }
   work.seconds = std::max(work.step_bytes / (rates.dram_read_gbps * 1e9), multiply_seconds);
   return work;
