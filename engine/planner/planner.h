@@ -156,8 +156,10 @@ struct BatchChoice {
 
 // --batch-size auto: the batch (powers of two up to max_batch) whose plan predicts the most decode
 // tokens/s under the budget — larger batches serve more tokens per byte read, until the KV cache
-// crowds resident weights out or the arithmetic becomes the bound. The smallest batch within 3% of
-// the best wins (less memory, same speed). Throws zinf::Error when not even batch 1 fits.
+// crowds resident weights out or the arithmetic becomes the bound. Of the batches within 3% of the
+// best, a GPU plan takes the smallest (device memory left to weights), a CPU plan the largest
+// (measured speed keeps rising where the prediction is flat). Throws zinf::Error when not even
+// batch 1 fits.
 BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
 
 // The share of a sparse layer's experts a step of `tokens` tokens routes to, for a uniform

@@ -138,6 +138,8 @@ TEST_CASE("cuda planner: offloaded, larger batches win until the device is full"
   const BatchChoice offloaded = ChooseBatchSize(offload, 256);
   CHECK(offloaded.batch_size >= 16);
   CHECK(offloaded.plan.offload_needed);
+  // Of the batches within 3%, the smallest: device memory is left to resident layers.
+  CHECK(offloaded.why.find("the smallest within 3%") != std::string::npos);
   CHECK(choice.plan.predicted_tokens_per_s > offloaded.plan.predicted_tokens_per_s);
 }
 
