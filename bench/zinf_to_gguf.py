@@ -10,6 +10,10 @@ run the same weights.
                                                 # frees weights.bin's blocks as they are copied, for
                                                 # a disk that can't hold both (ZINF_DIR is left
                                                 # unusable and is removed at the end)
+  zinf_to_gguf.py convert ZINF_DIR OUT.gguf --tokenizer-model FILE
+                                                # embeds this SentencePiece tokenizer.model (a
+                                                # synthetic checkpoint has none, and llama-server
+                                                # needs a real vocabulary to print its answers)
   zinf_to_gguf.py dump FILE.gguf                # metadata and tensor table
   zinf_to_gguf.py compare A.gguf B.gguf         # tensor-by-tensor max |a - b| (F32/F16/BF16 tensors)
 
@@ -252,7 +256,7 @@ def _punch_hole(fd, offset, length):
         fail("--consume-source: fallocate(PUNCH_HOLE) failed: %s" % os.strerror(ctypes.get_errno()))
 
 
-def convert(zinf_dir, out_path, consume_source=False):
+def convert(zinf_dir, out_path, consume_source=False, tokenizer_model=None):
     with open(os.path.join(zinf_dir, "manifest.json")) as f:
         man = json.load(f)
     if man.get("format") != "zinf" or man.get("version") not in (1, 2, 3):
@@ -313,6 +317,10 @@ def convert(zinf_dir, out_path, consume_source=False):
 
     tok = man.get("tokenizer") or {}
     sp_path = os.path.join(zinf_dir, tok.get("file", "")) if tok.get("kind") == "sentencepiece" else None
+    if tokenizer_model:
+        if not os.path.isfile(tokenizer_model):
+            fail("--tokenizer-model %s: no such file" % tokenizer_model)
+        sp_path = tokenizer_model
     if sp_path and os.path.isfile(sp_path):
         pieces = read_sentencepiece(sp_path)
         if len(pieces) > vocab:
@@ -556,11 +564,17 @@ def compare(a_path, b_path):
 
 
 def main(argv):
-    if len(argv) in (3, 4) and argv[0] == "convert":
-        if len(argv) == 4 and argv[3] != "--consume-source":
-            sys.stderr.write(__doc__)
-            return 2
-        convert(argv[1], argv[2], consume_source=len(argv) == 4)
+    if len(argv) >= 3 and argv[0] == "convert":
+        options, rest = {"consume_source": False, "tokenizer_model": None}, argv[3:]
+        while rest:
+            if rest[0] == "--consume-source":
+                options["consume_source"], rest = True, rest[1:]
+            elif rest[0] == "--tokenizer-model" and len(rest) >= 2:
+                options["tokenizer_model"], rest = rest[1], rest[2:]
+            else:
+                sys.stderr.write(__doc__)
+                return 2
+        convert(argv[1], argv[2], **options)
         return 0
     if len(argv) == 2 and argv[0] == "dump":
         dump(argv[1])
