@@ -105,9 +105,24 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
       }
     }
   }
-  for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t)
-      results[r][t] = FinishLanes(acc[r][t]) + MinimumSum(w, row + r, xa, token + t);
+  // The minimums: per row, MinimumSum's chain over the groups with the tile's tokens in the lanes
+  // (the same fma per row and token, in the same order; F16C converts what F16ToF32 would).
+  const __m256i token_lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(kTokens), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 minimums[kRows];
+  for (int r = 0; r < kRows; ++r) minimums[r] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    const __m256 factors = _mm256_maskload_ps(xa.group_min_factors(g) + token, token_lanes);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 minimum = _mm256_set1_ps(_cvtsh_ss(w.q4_params(row + r)[2 * g + 1]));
+      minimums[r] = _mm256_fmadd_ps(minimum, factors, minimums[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    alignas(32) float per_token[8];
+    _mm256_store_ps(per_token, minimums[r]);
+    for (int t = 0; t < kTokens; ++t) results[r][t] = FinishLanes(acc[r][t]) + per_token[t];
+  }
 }
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
