@@ -144,7 +144,7 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
     MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
     return;
   }
-  if (isa == CpuIsa::kAvx512 && num_tokens >= 2) {
+  if (isa >= CpuIsa::kAvx512 && num_tokens >= 2) {
     MatMulRowsAvx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
                      x_version);
     return;

@@ -1,9 +1,10 @@
-// The register tiles of the AVX-512 int8 kernel (cpu_matmul_i8_avx512.cpp, its only includer):
-// kRows weight rows × kTokens tokens, two rows' 32-byte blocks per zmm, [row r | row r+1], against
-// one token's activation block broadcast to both halves. Each 256-bit half runs exactly the
-// portable chain of its row: per block, the 8 exact int32 lane sums of 4 products (vpdpbusd: no
-// saturation, so the same sums as AVX2's maddubs+madd), then fma(float(sum), block scale, lane),
-// block after block, then the fixed lane reduction.
+// The register tiles of the AVX-512 int8 kernel (cpu/matmul_i8_avx512.cpp, its only includer).
+// Row pairs (a few tokens): two rows' 32-byte blocks per zmm, [row r | row r+1], against one
+// token's block broadcast to both halves; vpdpbusd leaves 8 lane sums of 4 products per half, and
+// eight such registers are reduced together into 16 exact block sums. Token lanes (more tokens):
+// 15 tokens in the lanes (cpu/q8_token_lanes.h) against a weight dword broadcast from memory, so
+// 8 vpdpbusd leave the 15 block sums of one row, with no reduction at all. Either way, per block,
+// fma(float(block sum), block scale, acc): the portable chain.
 #pragma once
 
 #include <immintrin.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include "cpu/q8_activations.h"
+#include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "engine/quantized.h"
 
@@ -54,66 +56,41 @@ ZINF_I8_INLINE __m512i LoadRowPairMasked(const int8_t* a, const int8_t* b, __mma
                             _mm256_maskz_loadu_epi8(mask, b), 1);
 }
 
-// The fixed lane reduction ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of each 256-bit half (fp add
-// is commutative, so the operands' order inside each sum does not matter).
-ZINF_I8_INLINE void ReduceHalves(__m512 acc, float& low, float& high) {
-  const __m512 a = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512 b = _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 c = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(2, 3, 0, 1)));
-  low = _mm512_cvtss_f32(c);
-  high = _mm_cvtss_f32(_mm512_extractf32x4_ps(c, 2));
+// Eight registers of [half 0 | half 1] lane sums to one of the 16 halves' totals, by shuffles that
+// pair lanes of different registers (integer adds: any grouping gives the same sums). Lane 4c + e
+// of the result holds register 2e + c / 2, half c % 2 (ReduceLane).
+ZINF_I8_INLINE __m512i AddHalves(__m512i a, __m512i b) {  // l_i + l_{i+4}
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
+template <int kImm>
+ZINF_I8_INLINE __m512i Shuffle(__m512i a, __m512i b) {
+  return _mm512_castps_si512(
+      _mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), kImm));
+}
+ZINF_I8_INLINE __m512i AddPairs(__m512i a, __m512i b) {
+  return _mm512_add_epi32(Shuffle<_MM_SHUFFLE(1, 0, 1, 0)>(a, b),
+                          Shuffle<_MM_SHUFFLE(3, 2, 3, 2)>(a, b));
+}
+ZINF_I8_INLINE __m512i AddLast(__m512i a, __m512i b) {
+  return _mm512_add_epi32(Shuffle<_MM_SHUFFLE(2, 0, 2, 0)>(a, b),
+                          Shuffle<_MM_SHUFFLE(3, 1, 3, 1)>(a, b));
+}
+ZINF_I8_INLINE __m512i ReduceEight(const __m512i* v) {
+  return AddLast(AddPairs(AddHalves(v[0], v[1]), AddHalves(v[2], v[3])),
+                 AddPairs(AddHalves(v[4], v[5]), AddHalves(v[6], v[7])));
+}
+// Which of ReduceEight's eight registers (and which half) lane `lane` of its result holds.
+constexpr int ReducedRegister(int lane) { return 2 * (lane % 4) + lane / 8; }
+constexpr int ReducedHalf(int lane) { return lane / 4 % 2; }
 
-// The same reduction of 8 accumulators at once, by shuffles that pair up lanes of different
-// accumulators: the same sums, in the same grouping. Lane 4c + e of the result holds accumulator
-// 2e + c / 2, half c % 2.
-ZINF_I8_INLINE __m512 AddHalves(__m512 a, __m512 b) {  // l_i + l_{i+4}
-  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-ZINF_I8_INLINE __m512 AddPairs(__m512 a, __m512 b) {  // s04 + s26, s15 + s37
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-ZINF_I8_INLINE __m512 AddLast(__m512 a, __m512 b) {  // (s04 + s26) + (s15 + s37)
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-ZINF_I8_INLINE __m512 ReduceEight(const __m512* acc) {
-  return AddLast(AddPairs(AddHalves(acc[0], acc[1]), AddHalves(acc[2], acc[3])),
-                 AddPairs(AddHalves(acc[4], acc[5]), AddHalves(acc[6], acc[7])));
-}
-
-// Signed tile, any weights (decode, and batch rows holding a −128 byte): the sign trick without
-// vpsignb. |x| is the unsigned operand and w, negated in int8 (−128 stays −128) where x < 0, the
-// signed one: SignTrickProduct for every x and w (x = 0 gives 0 through |x|).
-template <int kPairs, int kTokens>
-ZINF_I8_INLINE void SignedBlock(const __m512i (&wv)[kPairs], const Q8Activations& xq, int64_t token,
-                                int64_t b, __m512 (&acc)[kPairs][kTokens]) {
-  const __m512i zero = _mm512_setzero_si512();
-#pragma GCC unroll 16
-  for (int t = 0; t < kTokens; ++t) {
-    const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(xq.token_values(token + t) + b * kQ8BlockElements)));
-    const __m512i magnitude = _mm512_abs_epi8(xv);
-    const __mmask64 negative = _mm512_movepi8_mask(xv);
-    const __m512 scale = _mm512_set1_ps(xq.token_scales(token + t)[b]);
-#pragma GCC unroll 16
-    for (int p = 0; p < kPairs; ++p) {
-      const __m512i signed_w = _mm512_mask_sub_epi8(wv[p], negative, zero, wv[p]);
-      const __m512i sums = _mm512_dpbusd_epi32(zero, magnitude, signed_w);
-      acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc[p][t]);
-    }
-  }
-}
-
-// Biased tile, rows without a −128 byte: w + 128 (w ^ 0x80) is the unsigned operand and x the
-// signed one, so nothing per token and row but the product: Σ (w + 128)·x − 128·Σx = Σ w·x,
-// exact in int32, vpdpbusd starting from the record's offsets. That is the sign trick's product
-// for every w but −128.
+// The block sums of kPairs row pairs × kTokens tokens: w + 128 (w ^ 0x80) is the unsigned operand
+// and x the signed one, vpdpbusd starting from the record's −128 · Σx lane offsets, so each sum is
+// Σ (w + 128)·x − 128·Σx = Σ w·x, exact for every byte (−128 included). Product a = p · kTokens + t
+// goes to sums[a].
 template <int kPairs, int kTokens, int kGroup>
 ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* record,
-                                __m512 (&acc)[kPairs][kTokens]) {
+                                __m512i* sums) {
   using Record = PackedRecord<kGroup>;
   __m512i biased[kPairs];
 #pragma GCC unroll 16
@@ -124,33 +101,50 @@ ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* re
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * t)));
     const __m512i offset = _mm512_broadcast_i64x4(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + Record::kOffsets + 32 * t)));
-    const __m512 scale =
-        _mm512_set1_ps(*reinterpret_cast<const float*>(record + Record::kScales + 4 * t));
 #pragma GCC unroll 16
-    for (int p = 0; p < kPairs; ++p) {
-      const __m512i sums = _mm512_dpbusd_epi32(offset, biased[p], xv);
-      acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc[p][t]);
-    }
+    for (int p = 0; p < kPairs; ++p) sums[p * kTokens + t] = _mm512_dpbusd_epi32(offset, biased[p], xv);
   }
 }
 
-// Rows [row, row + kRows) × kTokens tokens into results (× the row scales). An odd last row is
-// paired with itself, its second half discarded. `block(wv, b, acc)` multiplies block b;
+// Rows [row, row + kRows) × kTokens tokens (records from `records`, kGroup tokens each) into
+// results (× the row scales). An odd last row is paired with itself, its second half discarded.
 // `prefetch`, when set, is the next tile's weight region, fetched a block's share at a time.
-template <int kRows, int kTokens, typename BlockFn>
-ZINF_I8_INLINE void RunRows(const QuantRows& w, int64_t row, const int8_t* prefetch,
-                            float (&results)[kRows][kTokens], BlockFn&& block) {
+template <int kRows, int kTokens, int kGroup>
+ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64_t row,
+                             const int8_t* prefetch, float (&results)[kRows][kTokens]) {
+  using Record = PackedRecord<kGroup>;
   constexpr int kPairs = (kRows + 1) / 2;
+  constexpr int kCount = kPairs * kTokens, kGroups = (kCount + 7) / 8;
   const int8_t* rows[2 * kPairs];
 #pragma GCC unroll 32
   for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.i8_row(row + std::min(i, kRows - 1));
-  __m512 acc[kPairs][kTokens];
-#pragma GCC unroll 64
-  for (int i = 0; i < kPairs * kTokens; ++i) acc[i / kTokens][i % kTokens] = _mm512_setzero_ps();
+  __m512 acc[kGroups];
+  __m512i token_index[kGroups];
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) {
+    acc[g] = _mm512_setzero_ps();
+    alignas(64) int index[16];  // the token whose scale each lane takes
+    for (int lane = 0; lane < 16; ++lane) index[lane] = (8 * g + ReducedRegister(lane)) % kTokens;
+    token_index[g] = _mm512_load_si512(index);
+  }
   const int64_t whole = w.cols / kQ8BlockElements;
   // Into L1 only while this tile and the next fit there together (decode on narrow rows, which
   // measured faster so: the weights then come from L3); else into L2.
   const bool to_l1 = kTokens == 1 && kRows * w.row_bytes <= kPrefetchL1Bytes;
+  auto block = [&](const __m512i(&wv)[kPairs], int64_t b) __attribute__((always_inline)) {
+    const std::byte* record = records + b * Record::kBytes;
+    __m512i sums[kGroups * 8];
+    BiasedBlock<kPairs, kTokens, kGroup>(wv, record, sums);
+#pragma GCC unroll 8
+    for (int i = kCount; i < kGroups * 8; ++i) sums[i] = _mm512_setzero_si512();
+    const __m512 token_scales = _mm512_maskz_loadu_ps(
+        static_cast<__mmask16>((1u << kTokens) - 1), record + Record::kScales);
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512 scale = _mm512_permutexvar_ps(token_index[g], token_scales);
+      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums + 8 * g)), scale, acc[g]);
+    }
+  };
   for (int64_t b = 0; b < whole; ++b) {
     const int64_t k = b * kQ8BlockElements;
     if (prefetch != nullptr) {
@@ -167,7 +161,7 @@ ZINF_I8_INLINE void RunRows(const QuantRows& w, int64_t row, const int8_t* prefe
     __m512i wv[kPairs];
 #pragma GCC unroll 16
     for (int p = 0; p < kPairs; ++p) wv[p] = LoadRowPair(rows[2 * p] + k, rows[2 * p + 1] + k);
-    block(wv, b, acc);
+    block(wv, b);
   }
   if (whole * kQ8BlockElements < w.cols) {
     const int64_t k = whole * kQ8BlockElements;
@@ -176,55 +170,71 @@ ZINF_I8_INLINE void RunRows(const QuantRows& w, int64_t row, const int8_t* prefe
 #pragma GCC unroll 16
     for (int p = 0; p < kPairs; ++p)
       wv[p] = LoadRowPairMasked(rows[2 * p] + k, rows[2 * p + 1] + k, mask);
-    block(wv, whole, acc);
+    block(wv, whole);
   }
-  // Accumulator i = p × kTokens + t; eight at a time, the rest one by one.
-  constexpr int kCount = kPairs * kTokens, kEights = kCount / 8;
-  const __m512* flat = &acc[0][0];
-  auto put = [&](int i, int half, float sum) __attribute__((always_inline)) {
-    const int r = 2 * (i / kTokens) + half;
-    if (r < kRows) results[r][i % kTokens] = sum * w.i8_scale(row + r);
-  };
 #pragma GCC unroll 8
-  for (int g = 0; g < kEights; ++g) {
+  for (int g = 0; g < kGroups; ++g) {
     alignas(64) float sums[16];
-    _mm512_store_ps(sums, ReduceEight(flat + 8 * g));
+    _mm512_store_ps(sums, acc[g]);
 #pragma GCC unroll 16
-    for (int lane = 0; lane < 16; ++lane)
-      put(8 * g + 2 * (lane % 4) + lane / 8, lane / 4 % 2, sums[lane]);
+    for (int lane = 0; lane < 16; ++lane) {
+      const int a = 8 * g + ReducedRegister(lane);
+      const int r = 2 * (a / kTokens) + ReducedHalf(lane);
+      if (a < kCount && r < kRows) results[r][a % kTokens] = sums[lane] * w.i8_scale(row + r);
+    }
   }
+}
+
+// Token lanes: rows [row, row + kRows) × the (at most 15) tokens of one group, packed with bias
+// 0x80 (x + 128 unsigned) and lane 15 empty. The weights are the signed operand, a dword
+// broadcast per vpdpbusd; lane 15 (x = 0, so 128 each) leaves 128 · Σw, the bias to take off.
+template <int kRows>
+ZINF_I8_INLINE void LaneTile(const Q8TokenLanes& lanes, int64_t group, const QuantRows& w,
+                             int64_t row, float (&results)[kRows][16]) {
+  const __m512i bias_lane = _mm512_set1_epi32(15);
+  __m512 acc[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  auto block = [&](const int8_t* const (&weights)[kRows], int64_t b) __attribute__((always_inline)) {
+    const std::byte* values = lanes.block(group, b);
+    __m512i xv[8];
 #pragma GCC unroll 8
-  for (int i = 8 * kEights; i < kCount; ++i) {
-    float low, high;
-    ReduceHalves(flat[i], low, high);
-    put(i, 0, low);
-    put(i, 1, high);
+    for (int k4 = 0; k4 < 8; ++k4) xv[k4] = _mm512_load_si512(values + 64 * k4);
+    const __m512 scale = _mm512_load_ps(lanes.scales(group, b));
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k4 = 0; k4 < 8; ++k4) {
+        int32_t word;
+        std::memcpy(&word, weights[r] + 4 * k4, 4);
+        sum = _mm512_dpbusd_epi32(sum, xv[k4], _mm512_set1_epi32(word));
+      }
+      sum = _mm512_sub_epi32(sum, _mm512_permutexvar_epi32(bias_lane, sum));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[r]);
+    }
+  };
+  const int64_t whole = w.cols / kQ8BlockElements;
+  for (int64_t b = 0; b < whole; ++b) {
+    const int8_t* weights[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) weights[r] = w.i8_row(row + r) + b * kQ8BlockElements;
+    block(weights, b);
   }
-}
-
-// Tokens [token, token + kTokens) of the quantized activations.
-template <int kRows, int kTokens>
-void SignedTile(const Q8Activations& xq, int64_t token, const QuantRows& w, int64_t row,
-                const int8_t* prefetch, float (&results)[kRows][kTokens]) {
-  constexpr int kPairs = (kRows + 1) / 2;
-  RunRows<kRows, kTokens>(
-      w, row, prefetch, results,
-      [&](const __m512i(&wv)[kPairs], int64_t b, __m512(&acc)[kPairs][kTokens])
-          __attribute__((always_inline)) { SignedBlock<kPairs, kTokens>(wv, xq, token, b, acc); });
-}
-
-// The first kTokens tokens of the group whose first record is `records`.
-template <int kRows, int kTokens, int kGroup>
-void BiasedTile(const std::byte* records, const QuantRows& w, int64_t row, const int8_t* prefetch,
-                float (&results)[kRows][kTokens]) {
-  constexpr int kPairs = (kRows + 1) / 2;
-  RunRows<kRows, kTokens>(
-      w, row, prefetch, results,
-      [&](const __m512i(&wv)[kPairs], int64_t b, __m512(&acc)[kPairs][kTokens])
-          __attribute__((always_inline)) {
-            const std::byte* record = records + b * PackedRecord<kGroup>::kBytes;
-            BiasedBlock<kPairs, kTokens, kGroup>(wv, record, acc);
-          });
+  if (whole * kQ8BlockElements < w.cols) {  // rows are not padded: copy the partial block
+    const int64_t count = w.cols - whole * kQ8BlockElements;
+    alignas(64) int8_t padded[kRows][kQ8BlockElements] = {};
+    const int8_t* weights[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      std::memcpy(padded[r], w.i8_row(row + r) + whole * kQ8BlockElements,
+                  static_cast<size_t>(count));
+      weights[r] = padded[r];
+    }
+    block(weights, whole);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+    _mm512_storeu_ps(results[r], _mm512_mul_ps(acc[r], _mm512_set1_ps(w.i8_scale(row + r))));
 }
 
 #undef ZINF_I8_INLINE

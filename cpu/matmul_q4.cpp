@@ -147,7 +147,7 @@ void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight
   const QuantRows rows(w);
   const Q4Activations xa =
       PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size, isa != CpuIsa::kPortable);
-  if (isa == CpuIsa::kAvx512) {
+  if (isa >= CpuIsa::kAvx512) {
     MatMulQ4Avx512(xa, rows, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAvx2) {
     MatMulQ4Avx2(xa, rows, bias, out, out_stride, row_begin, row_end);

@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/matmul_i8_avx512_tiles.h"
 #include "cpu/tiling.h"
 #include "engine/quantized.h"
 
@@ -27,6 +26,16 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define ZINF_Q4_INLINE inline __attribute__((always_inline))
+
+// The fixed lane reduction ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of each 256-bit half (fp add
+// is commutative, so the operands' order inside each sum does not matter).
+ZINF_Q4_INLINE void ReduceHalves(__m512 acc, float& low, float& high) {
+  const __m512 a = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512 b = _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 c = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(2, 3, 0, 1)));
+  low = _mm512_cvtss_f32(c);
+  high = _mm_cvtss_f32(_mm512_extractf32x4_ps(c, 2));
+}
 
 // Block `b` of rows a and b as [a's 32 nibbles | b's 32 nibbles], one byte each: the 16 bytes of
 // each row in two 128-bit lanes, the second shifted right by 4 (16-bit shifts; the mask drops the
@@ -82,7 +91,7 @@ ZINF_Q4_INLINE void FinishTile(const __m512 (&acc)[(kRows + 1) / 2][kTokens],
 #pragma GCC unroll 16
     for (int t = 0; t < kTokens; ++t) {
       float low, high;
-      i8_avx512::ReduceHalves(acc[r / 2][t], low, high);
+      ReduceHalves(acc[r / 2][t], low, high);
       results[r][t] = (r % 2 == 0 ? low : high) + sums[t];
     }
   }

@@ -1,9 +1,10 @@
 // int8 dot-product kernels, an AVX2/FMA version and a portable one with the same arithmetic, and
 // the dispatch to the int4 kernels (cpu/matmul_q4.h). int8: the activations are quantized in
-// blocks of 32 (cpu/q8_activations.h); per block, 8 exact int32 sums of 4 products each (the lanes
-// of _mm256_maddubs_epi16 then _mm256_madd_epi16), converted to f32 and accumulated as fma(sum,
-// block scale, lane); the 8 lanes reduced in a fixed order, then × the row's scale. At the kAvx512
-// level int8 runs cpu/matmul_i8_avx512.cpp (the same sums from vpdpbusd, the same chains).
+// blocks of 32 (cpu/q8_activations.h); per block the exact int32 sum of its 32 products, converted
+// to f32 and accumulated as fma(sum, block scale, acc) block after block, then × the row's scale.
+// A block sum is an integer, so every way of forming it gives the same bits: AVX2's
+// maddubs + madd + a horizontal add here, vpdpbusd at kAvx512 (cpu/matmul_i8_avx512.cpp), tile
+// products at kAmx (cpu/matmul_i8_amx.cpp).
 #include "cpu/matmul_quant.h"
 
 #include <immintrin.h>
@@ -12,8 +13,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/dot.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_i8_amx.h"
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q8_activations.h"
@@ -27,34 +28,26 @@ namespace {
 
 // ---- portable ----
 
-// One product as the AVX2 kernel forms it (the sign trick): |x| (unsigned) times w with x's
-// sign, w negated in int8 as _mm256_sign_epi8 does. That is exactly x·w for every w the
-// converter writes ([−127, 127]); a −128 byte (a file from elsewhere) gives −128·|x| on every
-// path alike.
-inline int32_t SignTrickProduct(int8_t x, int8_t w) {
-  const int32_t magnitude = x < 0 ? -x : x;
-  const int8_t signed_w = x > 0 ? w : (x < 0 ? static_cast<int8_t>(-w) : int8_t{0});
-  return magnitude * signed_w;
+// The exact Σ x·w of one block's `count` elements: |Σ| ≤ 32 · 127 · 128 < 2^24, so the int32 and
+// its float are exact, and a −128 weight byte (outside the converter's range, but a file may hold
+// it) is multiplied like any other.
+inline int32_t BlockSumPortable(const int8_t* x, const int8_t* w, int64_t count) {
+  int32_t sum = 0;
+  for (int64_t k = 0; k < count; ++k) sum += int32_t{x[k]} * int32_t{w[k]};
+  return sum;
 }
 
-// Σ over the blocks of one token and one int8 weight row, in the AVX2 kernel's lanes: lane j of
-// a block is the exact int32 sum of the products of elements 4j..4j+3 (of the first `count`; the
-// rest is the activations' zero padding).
 float DotI8Portable(const int8_t* xq, const float* x_scales, int64_t blocks, const QuantRows& w,
                     int64_t r) {
-  const auto* q = reinterpret_cast<const int8_t*>(w.row(r));
-  float lanes[8] = {};
+  const int8_t* q = w.i8_row(r);
+  float acc = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t begin = b * kQ8BlockElements;
     const int64_t count = std::min<int64_t>(kQ8BlockElements, w.cols - begin);
-    for (int lane = 0; lane < 8; ++lane) {
-      int32_t sum = 0;
-      for (int64_t k = 4 * lane; k < std::min<int64_t>(4 * lane + 4, count); ++k)
-        sum += SignTrickProduct(xq[begin + k], q[begin + k]);
-      lanes[lane] = std::fma(static_cast<float>(sum), x_scales[b], lanes[lane]);
-    }
+    const int32_t sum = BlockSumPortable(xq + begin, q + begin, count);
+    acc = std::fma(static_cast<float>(sum), x_scales[b], acc);
   }
-  return ReduceLanes(lanes) * w.i8_scale(r);
+  return acc * w.i8_scale(r);
 }
 
 void MatMulI8Portable(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
@@ -76,33 +69,47 @@ void MatMulI8Portable(const float* x, int64_t x_stride, int64_t num_tokens, cons
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
-inline float FinishLanes(__m256 acc) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  return ReduceLanes(lanes);
+// Lane i of the result: the sum of v[i]'s eight lanes (integer adds, so any order is exact).
+inline __m256i SumEach(const __m256i (&v)[8]) {
+  const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                          _mm256_permute2x128_si256(h0, h1, 0x31));
 }
 
-// int8: kRows weight rows × kTokens tokens of quantized activations; each weight block is loaded
-// once per tile, each activation block once per token. The sign trick (SignTrickProduct):
-// _mm256_maddubs_epi16(|x|, w · sign(x)), |x| taken once per token; with x in [−127, 127] a pair
-// never saturates the int16 (2 · 127 · 128 < 2^15), so each int32 lane is exact.
+// One block of kRows weight rows × kTokens tokens; product i = r · kTokens + t lands in lane i % 8
+// of acc[i / 8]. The sign moves from w to x (|w| unsigned, x · sign(w) signed): x is in
+// [−127, 127], so x · sign(w) never overflows, |w| ≤ 128 and a pair is at most 2 · 128 · 127 <
+// 2^15 — maddubs never saturates, and every product is exact, −128 weights included.
 template <int kRows, int kTokens>
 inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
                                                    const Q8Activations& xq, int64_t token,
-                                                   int64_t b, __m256 (&acc)[kRows][kTokens]) {
+                                                   int64_t b, __m256 (&acc)[(kRows * kTokens + 7) / 8]) {
+  constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
+  __m256i sums[kGroups * 8];
+  float scales[kTokens];
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) {
     const __m256i xv = _mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(xq.token_values(token + t) + b * kQ8BlockElements));
-    const __m256i magnitude = _mm256_sign_epi8(xv, xv);
-    const __m256 scale = _mm256_set1_ps(xq.token_scales(token + t)[b]);
-#pragma GCC unroll 8
+    scales[t] = xq.token_scales(token + t)[b];
+#pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[r], xv));
-      const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-      acc[r][t] = _mm256_fmadd_ps(sums, scale, acc[r][t]);
+      const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[r]), _mm256_sign_epi8(xv, wv[r]));
+      sums[r * kTokens + t] = _mm256_madd_epi16(pairs, ones);
     }
+  }
+#pragma GCC unroll 8
+  for (int i = kProducts; i < kGroups * 8; ++i) sums[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) {
+    alignas(32) float lane_scales[8];
+#pragma GCC unroll 8
+    for (int lane = 0; lane < 8; ++lane)
+      lane_scales[lane] = 8 * g + lane < kProducts ? scales[(8 * g + lane) % kTokens] : 0.0f;
+    const __m256i block_sums = SumEach(reinterpret_cast<const __m256i(&)[8]>(sums[8 * g]));
+    acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sums), _mm256_load_ps(lane_scales), acc[g]);
   }
 }
 
@@ -111,12 +118,10 @@ inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
 template <int kRows, int kTokens>
 inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, int64_t row,
                    float results[kRows][kTokens]) {
-  __m256 acc[kRows][kTokens];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
-  }
+  constexpr int kGroups = (kRows * kTokens + 7) / 8;
+  __m256 acc[kGroups];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) acc[g] = _mm256_setzero_ps();
   const int64_t whole = w.cols / kQ8BlockElements;
   for (int64_t b = 0; b < whole; ++b) {
     __m256i wv[kRows];
@@ -137,8 +142,10 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
     }
     I8Block<kRows, kTokens>(wv, xq, token, whole, acc);
   }
+  alignas(32) float lanes[kGroups * 8];
+  for (int g = 0; g < kGroups; ++g) _mm256_store_ps(lanes + 8 * g, acc[g]);
   for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) results[r][t] = FinishLanes(acc[r][t]) * w.i8_scale(row + r);
+    for (int t = 0; t < kTokens; ++t) results[r][t] = lanes[r * kTokens + t] * w.i8_scale(row + r);
 }
 
 void MatMulI8Avx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
@@ -151,10 +158,9 @@ void MatMulI8Avx2(const float* x, int64_t x_stride, int64_t num_tokens, const We
     I8Tile<kRows, kTokens>(xq, t, rows, r, results);
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
   };
-  // 3 rows × 4 tokens: 12 accumulators, 3 weight blocks, a token's block, its magnitude and scale
-  // and the constant ones take more than 16 ymm registers, yet measured a few % faster than 2 × 4
-  // (which fits) and as fast as 4 × 3: each weight block serves 4 tokens. One token: 4 rows.
-  ForEachTile<3, 4, 4>(num_tokens, row_begin, row_end, xq.blocks * (kQ8BlockElements + 4), tile);
+  // 2 rows × 4 tokens: the eight block sums of a block reduce together into one register. One
+  // token: 8 rows.
+  ForEachTile<2, 4, 8>(num_tokens, row_begin, row_end, xq.blocks * (kQ8BlockElements + 4), tile);
 }
 
 #pragma GCC pop_options
@@ -168,6 +174,8 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
     MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
   } else if (isa == CpuIsa::kPortable) {
     MatMulI8Portable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+  } else if (isa == CpuIsa::kAmx) {
+    MatMulI8Amx(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAvx512) {
     MatMulI8Avx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else {

@@ -1,8 +1,7 @@
 // int8 weights under f32 compute, in the CPU backend's arithmetic (cpu/matmul_quant.cpp,
-// cpu/q8_activations.cpp): activations quantized in blocks of 32 with one f32 scale each, exact
-// int32 sums of four products per lane, fma(sum, block scale, lane) over the blocks, the eight
-// lanes reduced in the CPU's order, then × the row's scale. So `--gpu-compute f32` gives the
-// CPU's int8 tokens, as it gives its f32 ones.
+// cpu/q8_activations.cpp): activations quantized in blocks of 32 with one f32 scale each, the
+// exact int32 sum of each block's 32 products, fma(sum, block scale, acc) over the blocks, then ×
+// the row's scale. So `--gpu-compute f32` gives the CPU's int8 tokens, as it gives its f32 ones.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels.h"
@@ -13,7 +12,7 @@ namespace {
 
 constexpr int kBlock = 32;               // activation values per scale (kQ8BlockElements)
 constexpr float kTinyBlockMax = 1e-30f;  // below it 127 / max would overflow: a zero block
-constexpr int kLanes = 8;                // the CPU kernel's vector lanes, 4 elements each
+constexpr int kLanes = 8;                // threads per (token, row), 4 elements of a block each
 
 // One block of `width` activations (32, or an int4 group) of one token, as
 // QuantizeBlockPortable does it.
@@ -48,14 +47,9 @@ __global__ void QuantizeQ8Kernel(const float* __restrict__ x, int64_t rows, int6
   }
 }
 
-// x·w exactly as the AVX2 kernel forms it (SignTrickProduct in cpu/matmul_quant.cpp).
-__device__ int SignTrickProduct(int x, int w) {
-  const int magnitude = x < 0 ? -x : x;
-  const int signed_w = x > 0 ? w : (x < 0 ? static_cast<int8_t>(-w) : 0);
-  return magnitude * signed_w;
-}
-
-// Eight threads per (token, weight row), one per CPU lane; 32 pairs per 256-thread block.
+// Eight threads per (token, weight row), each multiplying 4 elements of every block; the block's
+// sum is gathered by integer shuffles (exact in any order), so every thread runs the same fma
+// chain and the first writes it. 32 pairs per 256-thread block.
 __global__ void MatMulQ8Kernel(const int8_t* __restrict__ xq, const float* __restrict__ x_scales,
                                int64_t tokens, int64_t blocks, WeightRef w,
                                float* __restrict__ out) {
@@ -66,22 +60,21 @@ __global__ void MatMulQ8Kernel(const int8_t* __restrict__ xq, const float* __res
   const auto* weights = static_cast<const int8_t*>(w.data) + row * w.row_bytes;
   const int8_t* activations = xq + token * blocks * kBlock;
   const float* scales = x_scales + token * blocks;
+  const unsigned group = 0xffu << (threadIdx.x % 32 / kLanes * kLanes);
   float acc = 0;
-  if (active) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      int sum = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    int sum = 0;
+    if (active) {
       for (int j = 0; j < 4; ++j) {
         const int64_t k = b * kBlock + lane * 4 + j;
-        if (k < w.cols) sum += SignTrickProduct(activations[k], weights[k]);
+        if (k < w.cols) sum += int{activations[k]} * int{weights[k]};
       }
-      acc = fmaf(static_cast<float>(sum), scales[b], acc);
     }
+    sum += __shfl_xor_sync(group, sum, 4, kLanes);
+    sum += __shfl_xor_sync(group, sum, 2, kLanes);
+    sum += __shfl_xor_sync(group, sum, 1, kLanes);
+    if (active) acc = fmaf(static_cast<float>(sum), scales[b], acc);
   }
-  // ReduceLanes' order: (l0 + l4) + (l2 + l6), (l1 + l5) + (l3 + l7), then the two.
-  const unsigned group = 0xffu << (threadIdx.x % 32 / kLanes * kLanes);
-  acc = __fadd_rn(acc, __shfl_down_sync(group, acc, 4, kLanes));
-  acc = __fadd_rn(acc, __shfl_down_sync(group, acc, 2, kLanes));
-  acc = __fadd_rn(acc, __shfl_down_sync(group, acc, 1, kLanes));
   if (active && lane == 0) {
     const float row_scale =
         reinterpret_cast<const float*>(static_cast<const char*>(w.data) + w.scales_offset)[row];

@@ -171,7 +171,8 @@ TEST_CASE("--version names the build, the CPU kernel level and CUDA") {
   CHECK_THAT(result.out, Catch::StartsWith("zinf 0."));
   CHECK_THAT(result.out, Contains("build:") && Contains("git commit") && Contains("cpu isa:") &&
                              Contains("cuda:"));
-  CHECK_THAT(result.out, Contains("portable") || Contains("avx2") || Contains("avx512"));
+  CHECK_THAT(result.out, Contains("portable") || Contains("avx2") || Contains("avx512") ||
+                              Contains("amx"));
   const CliResult capped =
       RunZinf({"--version"}, "", [] { setenv("ZINF_CPU_ISA", "portable", 1); });
   CHECK_THAT(capped.out, Contains("cpu isa: portable"));

@@ -250,17 +250,17 @@ void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
     // 37 rows: several 8- and 16-row tiles, a pair and a lone row left over.
     const int64_t rows = 37;
     QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
-    // −128 is outside the quantizer's range but a file may hold it: every kernel takes it to
-    // −128·|x| (the sign trick negates it to itself). One in the first row, one in the last
-    // column (a partial block) of row 20; the other row groups hold none.
+    // −128 is outside the quantizer's range but a file may hold it: every kernel multiplies it
+    // exactly. One in the first row, one in the last column (a partial block) of row 20.
     auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
     values[0] = -128;
     values[20 * cols + cols - 1] = -128;
     const std::vector<float> bias_values = RandomValues(rows, 42);
     const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
-    for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 17}) {
+    // 1–4 tokens: row-pair tiles; more: token lanes (15 or 16 a group, a partial last group).
+    for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 16, 17, 31, 40}) {
       std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
-      // Exact zeros (the sign trick's x = 0), a whole zero block (scale 0) and extremes.
+      // Exact zeros, a whole zero block (scale 0) and extremes.
       for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
       if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
       x[tokens * cols - 1] = -50.0f;
@@ -290,6 +290,10 @@ TEST_CASE("int8 matmul: the AVX2 kernel equals the portable one bit for bit", "[
 
 TEST_CASE("int8 matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
   CheckInt8MatMulLevel(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("int8 matmul: the AMX kernel equals the portable one bit for bit", "[amx]") {
+  CheckInt8MatMulLevel(cpu::CpuIsa::kAmx);
 }
 
 namespace {
@@ -345,14 +349,15 @@ TEST_CASE("int4 matmul: the AVX-512 kernel equals the portable one bit for bit",
 
 namespace {
 
-// x·w for w = −128 is −128·|x|: +128·x for x < 0, not −128·x.
-struct SignTrickCase {
+// x·w for w = −128 is −128·x at every level (the AVX2 kernel moves the sign to x, so |w| = 128
+// fits its unsigned operand).
+struct MinusOneTwentyEightCase {
   static constexpr int64_t rows = 20, cols = 64, tokens = 6;
   // All 127 (scale 1/127) but for a −128 on the diagonal.
   QuantizedMatrix q{std::vector<float>(rows * cols, 1.0f), DType::kI8, rows, cols, 0};
   std::vector<float> x = std::vector<float>(tokens * cols, 0.0f);
 
-  SignTrickCase() {
+  MinusOneTwentyEightCase() {
     auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
     for (int64_t r = 0; r < rows; ++r) values[r * cols + r] = -128;
     for (int64_t t = 0; t < tokens; ++t) {
@@ -367,9 +372,9 @@ struct SignTrickCase {
   }
 };
 
-void CheckSignTrickLevel(cpu::CpuIsa isa) {
+void CheckMinus128Level(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  const SignTrickCase trick;
+  const MinusOneTwentyEightCase trick;
   const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
   const std::vector<float> vector = trick.Product(isa);
   INFO(cpu::CpuIsaName(isa));
@@ -378,19 +383,19 @@ void CheckSignTrickLevel(cpu::CpuIsa isa) {
 
 }  // namespace
 
-TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product") {
-  const SignTrickCase trick;
+TEST_CASE("int8 matmul: a −128 weight is multiplied exactly") {
+  const MinusOneTwentyEightCase trick;
   const int64_t rows = trick.rows, cols = trick.cols, tokens = trick.tokens;
   const std::vector<float>& x = trick.x;
   const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       // Block 0 (scale 1/127): x = −1 or 0.5 quantize to −127 or 64, against 127 but for the
-      // −128 at column r, which gives −128·|q|. Block 1 (scale 1): 127 · 127. Row scale 1/127.
+      // −128 at column r. Block 1 (scale 1): 127 · 127. Row scale 1/127.
       int64_t block0 = 0;
       for (int64_t c = 0; c < 32; ++c) {
         const int64_t qx = x[t * cols + c] < 0 ? -127 : 64;
-        block0 += c == r ? -128 * std::abs(qx) : qx * 127;
+        block0 += c == r ? -128 * qx : qx * 127;
       }
       const double expected = (block0 / 127.0 + 127.0 * 127.0) / 127.0;
       INFO("token " << t << " row " << r);
@@ -400,11 +405,15 @@ TEST_CASE("int8 matmul: a −128 weight gives the sign trick's product") {
 }
 
 TEST_CASE("int8 matmul: a −128 weight gives the portable bits at AVX2", "[avx2]") {
-  CheckSignTrickLevel(cpu::CpuIsa::kAvx2);
+  CheckMinus128Level(cpu::CpuIsa::kAvx2);
 }
 
 TEST_CASE("int8 matmul: a −128 weight gives the portable bits at AVX-512", "[avx512]") {
-  CheckSignTrickLevel(cpu::CpuIsa::kAvx512);
+  CheckMinus128Level(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("int8 matmul: a −128 weight gives the portable bits at AMX", "[amx]") {
+  CheckMinus128Level(cpu::CpuIsa::kAmx);
 }
 
 TEST_CASE("int8 matmul: quantizing activations errs by at most half a step per block") {

@@ -1,0 +1,45 @@
+// Quantized activations with the tokens in the lanes, for the int8 kernels that multiply one
+// weight dword against 16 tokens at once: AVX-512's vpdpbusd with a broadcast weight operand, and
+// AMX's B tile. Both take the same layout, AMX's VNNI one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/q8_activations.h"
+
+namespace zinf::cpu {
+
+// Per group of up to 16 tokens and per block of 32 values: 8 rows of 64 bytes, where row k4 holds
+// in lane t (bytes 4t..4t+3) the token's values 4·k4..4·k4+3; then the 16 tokens' block scales.
+// Lanes past the group's tokens hold the value 0 and scale 0. Every value byte is XORed with the
+// packing's bias: 0x80 gives x + 128 as an unsigned byte (vpdpbusd's unsigned operand).
+struct Q8TokenLanes {
+  static constexpr int kLanes = 16;
+  static constexpr int64_t kValueBytes = 8 * 64;
+  static constexpr int64_t kBlockBytes = kValueBytes + kLanes * 4;
+
+  const std::byte* data = nullptr;
+  int64_t blocks = 0;
+  int group_tokens = 0;  // tokens per group, at most kLanes
+  int64_t groups = 0;
+
+  const std::byte* block(int64_t group, int64_t b) const {
+    return data + (group * blocks + b) * kBlockBytes;
+  }
+  const float* scales(int64_t group, int64_t b) const {
+    return reinterpret_cast<const float*>(block(group, b) + kValueBytes);
+  }
+  // Tokens in `group` (the last may hold fewer).
+  int tokens_in(int64_t group, int64_t num_tokens) const {
+    const int64_t left = num_tokens - group * group_tokens;
+    return static_cast<int>(left < group_tokens ? left : group_tokens);
+  }
+};
+
+// Packs tokens [0, num_tokens) of xq, `group_tokens` to a group, into a 64-byte-aligned buffer
+// owned by the calling thread: only ever grown, valid until the thread's next call.
+Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int group_tokens,
+                              uint8_t bias);
+
+}  // namespace zinf::cpu
