@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/q8_activations.h"
@@ -25,6 +26,10 @@ constexpr int kTileRows = 16;
 constexpr int kGroupTokens = Q8TokenLanes::kLanes;
 // Below this many tokens the 16-lane tiles are mostly padding: the AVX-512 kernel is faster.
 constexpr int64_t kMinAmxTokens = 5;
+// How far ahead (in blocks) AmxSpan prefetches its weight rows and token lanes.
+constexpr int64_t kPrefetchBlocks = 4;
+// Blocks per span: 16 rows × 512 bytes of weights stay in L1 while the token groups pass.
+constexpr int64_t kSpanBlocks = 16;
 
 // The tile configuration (palette 1): tmm0/1 A (16 rows × 32 bytes), tmm2/3 B (8 rows × 64
 // bytes), tmm4/5 C (16 × 16 int32).
@@ -71,46 +76,122 @@ inline __attribute__((always_inline)) void AddBlock(const int32_t (&sums)[kTileR
   }
 }
 
-// Rows [row, row + 16) × the tokens of `group` into results[row][token] (× the row scales).
-void AmxTile(const Q8TokenLanes& lanes, int64_t group, const QuantRows& w, int64_t row,
-             float (&results)[kTileRows][16]) {
-  __m512 acc[kTileRows];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  alignas(64) int32_t sums[2][kTileRows][16];
-  const int8_t* base = w.i8_row(row);
-  const int64_t stride = w.row_bytes;
-  const int64_t whole = w.cols / kQ8BlockElements;
-  int64_t b = 0;
-  for (; b + 2 <= whole; b += 2) {
-    _tile_zero(4);
-    _tile_loadd(0, base + b * kQ8BlockElements, stride);
-    _tile_loadd(2, lanes.block(group, b), 64);
-    _tile_dpbssd(4, 0, 2);
-    _tile_zero(5);
-    _tile_loadd(1, base + (b + 1) * kQ8BlockElements, stride);
-    _tile_loadd(3, lanes.block(group, b + 1), 64);
-    _tile_dpbssd(5, 1, 3);
-    _tile_stored(4, sums[0], 64);
-    AddBlock(sums[0], lanes.scales(group, b), acc);
-    _tile_stored(5, sums[1], 64);
-    AddBlock(sums[1], lanes.scales(group, b + 1), acc);
+// rows[m] lane t → columns[t] lane m: unpacks, then 64-bit shuffles, then two rounds of 128-bit
+// ones (a 16 × 16 transpose in 64 shuffles, where storing element by element cost 256 scalar
+// stores a tile).
+inline __attribute__((always_inline)) void Transpose16(__m512 (&rows)[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
   }
-  for (; b < lanes.blocks; ++b) {  // an odd last block, or a partial one (rows are not padded)
-    alignas(64) int8_t padded[kTileRows][kQ8BlockElements] = {};
-    const int64_t count = std::min<int64_t>(kQ8BlockElements, w.cols - b * kQ8BlockElements);
-    for (int m = 0; m < kTileRows; ++m)
-      std::memcpy(padded[m], w.i8_row(row + m) + b * kQ8BlockElements, static_cast<size_t>(count));
-    _tile_zero(4);
-    _tile_loadd(0, padded, kQ8BlockElements);
-    _tile_loadd(2, lanes.block(group, b), 64);
-    _tile_dpbssd(4, 0, 2);
-    _tile_stored(4, sums[0], 64);
-    AddBlock(sums[0], lanes.scales(group, b), acc);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // u[4i + e], 128-bit chunk c: rows 4i..4i+3 at element 4c + e
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
-  for (int m = 0; m < kTileRows; ++m)
-    _mm512_storeu_ps(results[m], _mm512_mul_ps(acc[m], _mm512_set1_ps(w.i8_scale(row + m))));
+#pragma GCC unroll 4
+  for (int e = 0; e < 4; ++e) {
+    const __m512 p0 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 p1 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 q0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 q1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(3, 1, 3, 1));
+    rows[e] = _mm512_shuffle_f32x4(p0, q0, _MM_SHUFFLE(2, 0, 2, 0));
+    rows[8 + e] = _mm512_shuffle_f32x4(p0, q0, _MM_SHUFFLE(3, 1, 3, 1));
+    rows[4 + e] = _mm512_shuffle_f32x4(p1, q1, _MM_SHUFFLE(2, 0, 2, 0));
+    rows[12 + e] = _mm512_shuffle_f32x4(p1, q1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
 }
 
+// A 16-row tile's weights as AmxSpan reads them: the rows where they lie, but a partial last
+// block (rows are not padded) copied into a zeroed tile.
+struct RowTile {
+  const int8_t* base;
+  int64_t stride;
+  int64_t whole;  // blocks read from the rows themselves
+  alignas(64) int8_t padded[kTileRows][kQ8BlockElements];
+
+  RowTile(const QuantRows& w, int64_t row)
+      : base(w.i8_row(row)), stride(w.row_bytes), whole(w.cols / kQ8BlockElements) {
+    if (whole * kQ8BlockElements == w.cols) return;
+    std::memset(padded, 0, sizeof(padded));
+    const auto count = static_cast<size_t>(w.cols - whole * kQ8BlockElements);
+    for (int m = 0; m < kTileRows; ++m)
+      std::memcpy(padded[m], w.i8_row(row + m) + whole * kQ8BlockElements, count);
+  }
+  const int8_t* block(int64_t b) const {
+    return b < whole ? base + b * kQ8BlockElements : &padded[0][0];
+  }
+  int64_t block_stride(int64_t b) const { return b < whole ? stride : kQ8BlockElements; }
+};
+
+// Blocks [begin, end) of one row tile × one token group, continuing the chains in `chains`
+// (row m's 16 token lanes). Software-pipelined, two C tiles alternating (tile registers are not
+// renamed): block b's product is issued, then block b − 1's C tile stored, then block b − 2's
+// stored sums take their fma, so no step waits on the one just before it.
+void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const RowTile& tile, int64_t begin,
+             int64_t end, float (&chains)[kTileRows][16]) {
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_load_ps(chains[m]);
+  alignas(64) int32_t sums[2][kTileRows][16];
+  for (int64_t b = begin; b < end + 2; b += 2) {
+    if (b + kPrefetchBlocks < std::min(end, tile.whole)) {  // the lines of two blocks
+#pragma GCC unroll 16
+      for (int m = 0; m < kTileRows; ++m)
+        _mm_prefetch(reinterpret_cast<const char*>(tile.block(b + kPrefetchBlocks) +
+                                                   m * tile.stride),
+                     _MM_HINT_T0);
+    }
+    if (b + kPrefetchBlocks + 1 < end) {
+      const char* next = reinterpret_cast<const char*>(lanes.block(group, b + kPrefetchBlocks));
+#pragma GCC unroll 18
+      for (int line = 0; line < 2 * Q8TokenLanes::kBlockBytes / 64; ++line)
+        _mm_prefetch(next + 64 * line, _MM_HINT_T0);
+    }
+    if (b < end) {
+      _tile_zero(4);
+      _tile_loadd(0, tile.block(b), tile.block_stride(b));
+      _tile_loadd(2, lanes.block(group, b), 64);
+      _tile_dpbssd(4, 0, 2);
+    }
+    if (b > begin && b - 1 < end) _tile_stored(5, sums[1], 64);
+    if (b >= begin + 2) AddBlock(sums[0], lanes.scales(group, b - 2), acc);
+    if (b + 1 < end) {
+      _tile_zero(5);
+      _tile_loadd(1, tile.block(b + 1), tile.block_stride(b + 1));
+      _tile_loadd(3, lanes.block(group, b + 1), 64);
+      _tile_dpbssd(5, 1, 3);
+    }
+    if (b < end) _tile_stored(4, sums[0], 64);
+    if (b > begin && b - 1 < end) AddBlock(sums[1], lanes.scales(group, b - 1), acc);
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) _mm512_store_ps(chains[m], acc[m]);
+}
+
+// The finished chains of rows [row, row + 16) × `tokens` tokens of `group` into out: × the row
+// scales, + the bias.
+void StoreChains(const float (&chains)[kTileRows][16], const QuantRows& w, int64_t row,
+                 const float (&bias)[kTileRows], int64_t group, int tokens, float* out,
+                 int64_t out_stride) {
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m)
+    acc[m] = _mm512_mul_ps(_mm512_load_ps(chains[m]), _mm512_set1_ps(w.i8_scale(row + m)));
+  Transpose16(acc);
+  const __m512 bias_rows = _mm512_load_ps(bias);
+  float* first = out + group * kGroupTokens * out_stride + row;
+  for (int t = 0; t < tokens; ++t)
+    _mm512_storeu_ps(first + t * out_stride, _mm512_add_ps(acc[t], bias_rows));
+}
+
+// Rows [row_begin, row_end) (a multiple of 16) × every token. Per block of token groups (sized
+// for L2) and row tile, the blocks go in spans whose rows stay in L1 while every group of the
+// block passes over them; the chains wait in memory between spans (same fma order).
 void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
              const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
              int64_t row_end) {
@@ -118,18 +199,28 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
   _tile_loadconfig(&config);
   const int64_t group_bytes = lanes.blocks * Q8TokenLanes::kBlockBytes;
   const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+  struct alignas(64) Chains {
+    float lanes[kTileRows][16];
+  };
+  thread_local std::vector<Chains> chains;  // over-aligned: allocated 64-byte aligned
   for (int64_t g = 0; g < lanes.groups; g += step) {
     const int64_t g_end = std::min(lanes.groups, g + step);
+    if (static_cast<int64_t>(chains.size()) < g_end - g) chains.resize(g_end - g);
     for (int64_t r = row_begin; r + kTileRows <= row_end; r += kTileRows) {
-      for (int64_t group = g; group < g_end; ++group) {
-        alignas(64) float results[kTileRows][16];
-        AmxTile(lanes, group, w, r, results);
-        const int tokens = lanes.tokens_in(group, num_tokens);
-        for (int m = 0; m < kTileRows; ++m) {
-          const float b = bias ? WeightValue(bias, r + m) : 0.0f;
-          for (int t = 0; t < tokens; ++t)
-            out[(group * kGroupTokens + t) * out_stride + r + m] = results[m][t] + b;
+      const RowTile tile(w, r);
+      for (int64_t group = g; group < g_end; ++group)
+        chains[group - g] = Chains{};
+      for (int64_t span = 0; span < lanes.blocks; span += kSpanBlocks) {
+        const int64_t span_end = std::min(lanes.blocks, span + kSpanBlocks);
+        for (int64_t group = g; group < g_end; ++group) {
+          AmxSpan(lanes, group, tile, span, span_end, chains[group - g].lanes);
         }
+      }
+      alignas(64) float bias_rows[kTileRows];
+      for (int m = 0; m < kTileRows; ++m) bias_rows[m] = bias ? WeightValue(bias, r + m) : 0.0f;
+      for (int64_t group = g; group < g_end; ++group) {
+        StoreChains(chains[group - g].lanes, w, r, bias_rows, group,
+                    lanes.tokens_in(group, num_tokens), out, out_stride);
       }
     }
   }
