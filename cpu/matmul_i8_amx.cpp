@@ -31,6 +31,12 @@ constexpr int64_t kPrefetchBlocks = 4;
 // Blocks per span: 16 rows × 512 bytes of weights stay in L1 while the token groups pass.
 constexpr int64_t kSpanBlocks = 16;
 
+// GCC 12's tile load and store intrinsics are asm statements with neither a memory operand nor a
+// "memory" clobber, so the compiler is not told that they read or write memory. This barrier goes
+// before each tile load (the bytes it reads were written in C++) and after each tile store (its
+// sums are read in C++).
+#define ZINF_TILE_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
+
 // The tile configuration (palette 1): tmm0/1 A (16 rows × 32 bytes), tmm2/3 B (8 rows × 64
 // bytes), tmm4/5 C (16 × 16 int32).
 struct alignas(64) TileConfig {
@@ -139,35 +145,46 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const RowTile& tile, int6
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_load_ps(chains[m]);
   alignas(64) int32_t sums[2][kTileRows][16];
   for (int64_t b = begin; b < end + 2; b += 2) {
-    if (b + kPrefetchBlocks < std::min(end, tile.whole)) {  // the lines of two blocks
+    // Every other block: a row's 64-byte line mostly holds two blocks (the next one's start is
+    // fetched by the following prefetch).
+    if (b + kPrefetchBlocks < std::min(end, tile.whole)) {
 #pragma GCC unroll 16
       for (int m = 0; m < kTileRows; ++m)
         _mm_prefetch(reinterpret_cast<const char*>(tile.block(b + kPrefetchBlocks) +
                                                    m * tile.stride),
                      _MM_HINT_T0);
     }
-    if (b + kPrefetchBlocks + 1 < end) {
+    if (b + kPrefetchBlocks < end) {
       const char* next = reinterpret_cast<const char*>(lanes.block(group, b + kPrefetchBlocks));
 #pragma GCC unroll 18
       for (int line = 0; line < 2 * Q8TokenLanes::kBlockBytes / 64; ++line)
         _mm_prefetch(next + 64 * line, _MM_HINT_T0);
     }
     if (b < end) {
+      ZINF_TILE_MEMORY_BARRIER();
       _tile_zero(4);
       _tile_loadd(0, tile.block(b), tile.block_stride(b));
       _tile_loadd(2, lanes.block(group, b), 64);
       _tile_dpbssd(4, 0, 2);
     }
-    if (b > begin && b - 1 < end) _tile_stored(5, sums[1], 64);
+    const bool odd_block_issued = b > begin && b <= end;  // block b − 1, in tile 5
+    if (odd_block_issued) {
+      _tile_stored(5, sums[1], 64);
+      ZINF_TILE_MEMORY_BARRIER();
+    }
     if (b >= begin + 2) AddBlock(sums[0], lanes.scales(group, b - 2), acc);
     if (b + 1 < end) {
+      ZINF_TILE_MEMORY_BARRIER();
       _tile_zero(5);
       _tile_loadd(1, tile.block(b + 1), tile.block_stride(b + 1));
       _tile_loadd(3, lanes.block(group, b + 1), 64);
       _tile_dpbssd(5, 1, 3);
     }
-    if (b < end) _tile_stored(4, sums[0], 64);
-    if (b > begin && b - 1 < end) AddBlock(sums[1], lanes.scales(group, b - 1), acc);
+    if (b < end) {
+      _tile_stored(4, sums[0], 64);
+      ZINF_TILE_MEMORY_BARRIER();
+    }
+    if (odd_block_issued) AddBlock(sums[1], lanes.scales(group, b - 1), acc);
   }
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) _mm512_store_ps(chains[m], acc[m]);
@@ -197,7 +214,7 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
              int64_t row_end) {
   static const TileConfig config = MakeTileConfig();
   _tile_loadconfig(&config);
-  const int64_t group_bytes = lanes.blocks * Q8TokenLanes::kBlockBytes;
+  const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
   const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
   struct alignas(64) Chains {
     float lanes[kTileRows][16];
@@ -228,6 +245,7 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
 }
 
 #pragma GCC diagnostic pop
+#undef ZINF_TILE_MEMORY_BARRIER
 #pragma GCC pop_options
 
 }  // namespace

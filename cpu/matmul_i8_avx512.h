@@ -1,6 +1,6 @@
 // The int8-weight matrix product at the kAvx512 level (AVX-512 BW/VL/DQ + VNNI): bit-identical
-// to the portable kernel in cpu_matmul_quant.cpp, only faster. Call it only when BestCpuIsa() is
-// kAvx512.
+// to the portable kernel in cpu/matmul_quant.cpp, only faster. Call it only when BestCpuIsa() is
+// kAvx512 or above (the kAmx kernel hands it the rows and token counts its tiles leave).
 #pragma once
 
 #include <cstdint>

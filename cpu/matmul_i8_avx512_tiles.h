@@ -21,9 +21,9 @@
 
 namespace zinf::cpu::i8_avx512 {
 
-// The batch tile's tokens, packed once per call so that a tile walks one pointer: per group of
-// kGroup tokens and per block, a record of each token's 32 values, its 8 int32 offsets (−128 ×
-// the sum of each lane's 4 values) and its scale.
+// The row-pair tiles' tokens (at most kGroup), packed once per call so that a tile walks one
+// pointer: per block, a record of each token's 32 values, its 8 int32 offsets (−128 × the sum of
+// each lane's 4 values) and its scale.
 template <int kGroup>
 struct PackedRecord {
   static constexpr int64_t kOffsets = kGroup * 32;
@@ -58,7 +58,7 @@ ZINF_I8_INLINE __m512i LoadRowPairMasked(const int8_t* a, const int8_t* b, __mma
 
 // Eight registers of [half 0 | half 1] lane sums to one of the 16 halves' totals, by shuffles that
 // pair lanes of different registers (integer adds: any grouping gives the same sums). Lane 4c + e
-// of the result holds register 2e + c / 2, half c % 2 (ReduceLane).
+// of the result holds register 2e + c / 2, half c % 2 (ReducedRegister, ReducedHalf).
 ZINF_I8_INLINE __m512i AddHalves(__m512i a, __m512i b) {  // l_i + l_{i+4}
   return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                           _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));

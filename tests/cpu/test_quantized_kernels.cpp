@@ -247,39 +247,52 @@ namespace {
 void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
   for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
-    // 37 rows: several 8- and 16-row tiles, a pair and a lone row left over.
-    const int64_t rows = 37;
-    QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
-    // −128 is outside the quantizer's range but a file may hold it: every kernel multiplies it
-    // exactly. One in the first row, one in the last column (a partial block) of row 20.
-    auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
-    values[0] = -128;
-    values[20 * cols + cols - 1] = -128;
-    const std::vector<float> bias_values = RandomValues(rows, 42);
-    const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
-    // 1–4 tokens: row-pair tiles; more: token lanes (15 or 16 a group, a partial last group).
-    for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 16, 17, 31, 40}) {
-      std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
-      // Exact zeros, a whole zero block (scale 0) and extremes.
-      for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
-      if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
-      x[tokens * cols - 1] = -50.0f;
-      std::vector<float> portable(tokens * rows);
-      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
-                               rows, cpu::CpuIsa::kPortable);
-      for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}}) {
-        std::vector<float> vector(tokens * rows, -1.0f);
-        // Rows split as a thread pool would.
-        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
-                                 split, isa);
-        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, split,
-                                 rows, isa);
-        INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens << " split "
-                                  << split);
-        CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+    for (int64_t rows : {37, 47}) {
+      // 8- and 16-row tiles, with 1, 2, 4, 5, 7 and 8 rows left over across the splits below.
+      QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
+      // −128 is outside the quantizer's range but a file may hold it: every kernel multiplies it
+      // exactly. One in the first row, one in the last column (a partial block) of row 20.
+      auto* values = reinterpret_cast<int8_t*>(q.bytes.data());
+      values[0] = -128;
+      values[20 * cols + cols - 1] = -128;
+      const std::vector<float> bias_values = RandomValues(rows, 42);
+      const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
+      // 1–4 tokens: row-pair tiles; more: token lanes (15 or 16 a group, a partial last group).
+      for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 16, 17, 31, 40}) {
+        std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
+        // Exact zeros, a whole zero block (scale 0) and extremes.
+        for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
+        if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+        x[tokens * cols - 1] = -50.0f;
+        std::vector<float> portable(tokens * rows);
+        cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
+                                 rows, cpu::CpuIsa::kPortable);
+        for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}, int64_t{23}}) {
+          std::vector<float> vector(tokens * rows, -1.0f);
+          // Rows split as a thread pool would.
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
+                                   split, isa);
+          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
+                                   split, rows, isa);
+          INFO(cpu::CpuIsaName(isa)
+               << " cols " << cols << " tokens " << tokens << " split " << split);
+          CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+        }
       }
     }
   }
+  // Rows wider than a token block (the walks' outer loop over groups of tokens runs twice), with
+  // strides wider than the rows.
+  const int64_t rows = 17, cols = 45000, tokens = 17, x_stride = cols + 3, out_stride = rows + 2;
+  const QuantizedMatrix q(RandomValues(rows * cols, 44), DType::kI8, rows, cols, 0);
+  const std::vector<float> x = RandomValues(tokens * x_stride, 45);
+  std::vector<float> portable(tokens * out_stride, -1.0f), vector(tokens * out_stride, -1.0f);
+  cpu::MatMulRowsQuantized(x.data(), x_stride, tokens, q.weight, {}, portable.data(), out_stride, 0,
+                           rows, cpu::CpuIsa::kPortable);
+  cpu::MatMulRowsQuantized(x.data(), x_stride, tokens, q.weight, {}, vector.data(), out_stride, 0,
+                           rows, isa);
+  INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens);
+  CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
 }
 
 }  // namespace
@@ -374,9 +387,9 @@ struct MinusOneTwentyEightCase {
 
 void CheckMinus128Level(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  const MinusOneTwentyEightCase trick;
-  const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
-  const std::vector<float> vector = trick.Product(isa);
+  const MinusOneTwentyEightCase minus128;
+  const std::vector<float> portable = minus128.Product(cpu::CpuIsa::kPortable);
+  const std::vector<float> vector = minus128.Product(isa);
   INFO(cpu::CpuIsaName(isa));
   CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
 }
@@ -384,10 +397,10 @@ void CheckMinus128Level(cpu::CpuIsa isa) {
 }  // namespace
 
 TEST_CASE("int8 matmul: a −128 weight is multiplied exactly") {
-  const MinusOneTwentyEightCase trick;
-  const int64_t rows = trick.rows, cols = trick.cols, tokens = trick.tokens;
-  const std::vector<float>& x = trick.x;
-  const std::vector<float> portable = trick.Product(cpu::CpuIsa::kPortable);
+  const MinusOneTwentyEightCase minus128;
+  const int64_t rows = minus128.rows, cols = minus128.cols, tokens = minus128.tokens;
+  const std::vector<float>& x = minus128.x;
+  const std::vector<float> portable = minus128.Product(cpu::CpuIsa::kPortable);
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       // Block 0 (scale 1/127): x = −1 or 0.5 quantize to −127 or 64, against 127 but for the
