@@ -257,7 +257,8 @@ void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
       values[20 * cols + cols - 1] = -128;
       const std::vector<float> bias_values = RandomValues(rows, 42);
       const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
-      // 1–4 tokens: row-pair tiles; more: token lanes (15 or 16 a group, a partial last group).
+      // AVX-512: row-pair tiles to 8 tokens (8 rows to 4, 4 rows beyond), then token lanes (15 a
+      // group); AMX from 5 tokens (16 a group); partial last groups.
       for (int64_t tokens : {1, 2, 3, 4, 5, 7, 9, 13, 16, 17, 31, 40}) {
         std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
         // Exact zeros, a whole zero block (scale 0) and extremes.
