@@ -126,8 +126,15 @@ void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const 
   const QuantRows rows(w);
   const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, true);
   if (num_tokens > kMaxPairTokens) {
-    const Q8TokenLanes lanes = PackQ8TokenLanes(xq, num_tokens, kLaneGroupTokens, 0x80);
-    LaneWalk(lanes, num_tokens, rows, bias, out, out_stride, row_begin, row_end);
+    // A last group of a few tokens would cost a whole lane pass: those go to the pair tiles.
+    const int64_t rest = num_tokens % kLaneGroupTokens;
+    const int64_t lane_tokens = rest <= kMaxPairTokens ? num_tokens - rest : num_tokens;
+    const Q8TokenLanes lanes = PackQ8TokenLanes(xq, lane_tokens, kLaneGroupTokens, 0x80);
+    LaneWalk(lanes, lane_tokens, rows, bias, out, out_stride, row_begin, row_end);
+    if (lane_tokens < num_tokens) {
+      MatMulI8Avx512(x + lane_tokens * x_stride, x_stride, num_tokens - lane_tokens, w, bias,
+                     out + lane_tokens * out_stride, out_stride, row_begin, row_end);
+    }
     return;
   }
   const std::byte* records = PackTokens(xq, num_tokens);
