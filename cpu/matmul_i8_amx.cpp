@@ -150,9 +150,9 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const RowTile& tile, int6
     if (b + kPrefetchBlocks < std::min(end, tile.whole)) {
 #pragma GCC unroll 16
       for (int m = 0; m < kTileRows; ++m)
-        _mm_prefetch(reinterpret_cast<const char*>(tile.block(b + kPrefetchBlocks) +
-                                                   m * tile.stride),
-                     _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(tile.block(b + kPrefetchBlocks) + m * tile.stride),
+            _MM_HINT_T0);
     }
     if (b + kPrefetchBlocks < end) {
       const char* next = reinterpret_cast<const char*>(lanes.block(group, b + kPrefetchBlocks));
@@ -209,9 +209,8 @@ void StoreChains(const float (&chains)[kTileRows][16], const QuantRows& w, int64
 // Rows [row_begin, row_end) (a multiple of 16) × every token. Per block of token groups (sized
 // for L2) and row tile, the blocks go in spans whose rows stay in L1 while every group of the
 // block passes over them; the chains wait in memory between spans (same fma order).
-void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
-             const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-             int64_t row_end) {
+void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, const Weight& bias,
+             float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   static const TileConfig config = MakeTileConfig();
   _tile_loadconfig(&config);
   const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
@@ -225,8 +224,7 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
     if (static_cast<int64_t>(chains.size()) < g_end - g) chains.resize(g_end - g);
     for (int64_t r = row_begin; r + kTileRows <= row_end; r += kTileRows) {
       const RowTile tile(w, r);
-      for (int64_t group = g; group < g_end; ++group)
-        chains[group - g] = Chains{};
+      for (int64_t group = g; group < g_end; ++group) chains[group - g] = Chains{};
       for (int64_t span = 0; span < lanes.blocks; span += kSpanBlocks) {
         const int64_t span_end = std::min(lanes.blocks, span + kSpanBlocks);
         for (int64_t group = g; group < g_end; ++group) {

@@ -102,7 +102,8 @@ ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* re
     const __m512i offset = _mm512_broadcast_i64x4(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + Record::kOffsets + 32 * t)));
 #pragma GCC unroll 16
-    for (int p = 0; p < kPairs; ++p) sums[p * kTokens + t] = _mm512_dpbusd_epi32(offset, biased[p], xv);
+    for (int p = 0; p < kPairs; ++p)
+      sums[p * kTokens + t] = _mm512_dpbusd_epi32(offset, biased[p], xv);
   }
 }
 
@@ -137,8 +138,8 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
     BiasedBlock<kPairs, kTokens, kGroup>(wv, record, sums);
 #pragma GCC unroll 8
     for (int i = kCount; i < kGroups * 8; ++i) sums[i] = _mm512_setzero_si512();
-    const __m512 token_scales = _mm512_maskz_loadu_ps(
-        static_cast<__mmask16>((1u << kTokens) - 1), record + Record::kScales);
+    const __m512 token_scales = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << kTokens) - 1),
+                                                      record + Record::kScales);
 #pragma GCC unroll 8
     for (int g = 0; g < kGroups; ++g) {
       const __m512 scale = _mm512_permutexvar_ps(token_index[g], token_scales);
@@ -195,7 +196,7 @@ ZINF_I8_INLINE void LaneTile(const Q8TokenLanes& lanes, int64_t group, const Qua
   __m512 acc[kRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
-  auto block = [&](const int8_t* const (&weights)[kRows], int64_t b) __attribute__((always_inline)) {
+  auto block = [&](const int8_t* const(&weights)[kRows], int64_t b) __attribute__((always_inline)) {
     const std::byte* values = lanes.block(group, b);
     __m512i xv[8];
 #pragma GCC unroll 8

@@ -71,8 +71,10 @@ void MatMulI8Portable(const float* x, int64_t x_stride, int64_t num_tokens, cons
 
 // Lane i of the result: the sum of v[i]'s eight lanes (integer adds, so any order is exact).
 inline __m256i SumEach(const __m256i (&v)[8]) {
-  const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  const __m256i h0 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i h1 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
                           _mm256_permute2x128_si256(h0, h1, 0x31));
 }
@@ -84,7 +86,8 @@ inline __m256i SumEach(const __m256i (&v)[8]) {
 template <int kRows, int kTokens>
 inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
                                                    const Q8Activations& xq, int64_t token,
-                                                   int64_t b, __m256 (&acc)[(kRows * kTokens + 7) / 8]) {
+                                                   int64_t b,
+                                                   __m256 (&acc)[(kRows * kTokens + 7) / 8]) {
   constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i sums[kGroups * 8];
@@ -96,7 +99,8 @@ inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
     scales[t] = xq.token_scales(token + t)[b];
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[r]), _mm256_sign_epi8(xv, wv[r]));
+      const __m256i pairs =
+          _mm256_maddubs_epi16(_mm256_abs_epi8(wv[r]), _mm256_sign_epi8(xv, wv[r]));
       sums[r * kTokens + t] = _mm256_madd_epi16(pairs, ones);
     }
   }
