@@ -244,6 +244,17 @@ TEST_CASE("int8 activation blocks: the AVX2 quantizer writes the portable one's 
 
 namespace {
 
+// The product at `isa` with its rows split at `split`, as a thread pool would split them: true
+// if it equals `portable` bit for bit.
+bool SplitProductMatches(const std::vector<float>& x, int64_t cols, int64_t tokens, const Weight& w,
+                         const Weight& bias, int64_t rows, int64_t split, cpu::CpuIsa isa,
+                         const std::vector<float>& portable) {
+  std::vector<float> vector(tokens * rows, -1.0f);
+  cpu::MatMulRowsQuantized(x.data(), cols, tokens, w, bias, vector.data(), rows, 0, split, isa);
+  cpu::MatMulRowsQuantized(x.data(), cols, tokens, w, bias, vector.data(), rows, split, rows, isa);
+  return std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0;
+}
+
 void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
   for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
@@ -269,15 +280,9 @@ void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
         cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
                                  rows, cpu::CpuIsa::kPortable);
         for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{16}, int64_t{21}, int64_t{23}}) {
-          std::vector<float> vector(tokens * rows, -1.0f);
-          // Rows split as a thread pool would.
-          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
-                                   split, isa);
-          cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                   split, rows, isa);
           INFO(cpu::CpuIsaName(isa)
                << " cols " << cols << " tokens " << tokens << " split " << split);
-          CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) == 0);
+          CHECK(SplitProductMatches(x, cols, tokens, q.weight, bias, rows, split, isa, portable));
         }
       }
     }
@@ -334,16 +339,10 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
           cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, portable.data(), rows, 0,
                                    rows, cpu::CpuIsa::kPortable);
           for (int64_t split : {int64_t{0}, int64_t{5}, int64_t{21}}) {
-            std::vector<float> vector(tokens * rows, -1.0f);
-            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows, 0,
-                                     split, isa);
-            cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, bias, vector.data(), rows,
-                                     split, rows, isa);
             INFO(cpu::CpuIsaName(isa)
                  << " group " << group_size << " cols " << cols << " tokens " << tokens << " split "
                  << split << " bias " << DTypeName(bias.dtype));
-            CHECK(std::memcmp(portable.data(), vector.data(), portable.size() * sizeof(float)) ==
-                  0);
+            CHECK(SplitProductMatches(x, cols, tokens, q.weight, bias, rows, split, isa, portable));
           }
         }
       }
