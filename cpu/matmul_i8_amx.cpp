@@ -248,9 +248,8 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, 
 
 }  // namespace
 
-void MatMulI8Amx(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
-                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                 int64_t row_end) {
+void MatMulI8Amx(const Q8Activations& xq, int64_t num_tokens, const Weight& w, const Weight& bias,
+                 float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const int64_t tiled_end = row_begin + (row_end - row_begin) / kTileRows * kTileRows;
   // A last group of fewer than kMinAmxTokens tokens would cost a whole tile pass: those go to the
   // AVX-512 kernel.
@@ -258,17 +257,16 @@ void MatMulI8Amx(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
   const int64_t amx_tokens = rest < kMinAmxTokens ? num_tokens - rest : num_tokens;
   if (amx_tokens >= kMinAmxTokens && tiled_end > row_begin) {
     const QuantRows rows(w);
-    const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, amx_tokens, w.cols, true);
     const Q8TokenLanes lanes = PackQ8TokenLanes(xq, amx_tokens, kGroupTokens, 0);
     AmxWalk(lanes, amx_tokens, rows, bias, out, out_stride, row_begin, tiled_end);
     if (amx_tokens < num_tokens) {
-      MatMulI8Avx512(x + amx_tokens * x_stride, x_stride, num_tokens - amx_tokens, w, bias,
+      MatMulI8Avx512(xq.from(amx_tokens), num_tokens - amx_tokens, w, bias,
                      out + amx_tokens * out_stride, out_stride, row_begin, tiled_end);
     }
     row_begin = tiled_end;
   }
   if (row_begin < row_end)
-    MatMulI8Avx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    MatMulI8Avx512(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
 }
 
 }  // namespace zinf::cpu

@@ -120,11 +120,10 @@ void LaneWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
 
 }  // namespace
 
-void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+void MatMulI8Avx512(const Q8Activations& xq, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end) {
   const QuantRows rows(w);
-  const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, true);
   if (num_tokens > kMaxPairTokens) {
     // A last group of a few tokens would cost a whole lane pass: those go to the pair tiles.
     const int64_t rest = num_tokens % kLaneGroupTokens;
@@ -132,7 +131,7 @@ void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const 
     const Q8TokenLanes lanes = PackQ8TokenLanes(xq, lane_tokens, kLaneGroupTokens, 0x80);
     LaneWalk(lanes, lane_tokens, rows, bias, out, out_stride, row_begin, row_end);
     if (lane_tokens < num_tokens) {
-      MatMulI8Avx512(x + lane_tokens * x_stride, x_stride, num_tokens - lane_tokens, w, bias,
+      MatMulI8Avx512(xq.from(lane_tokens), num_tokens - lane_tokens, w, bias,
                      out + lane_tokens * out_stride, out_stride, row_begin, row_end);
     }
     return;

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 
+#include "cpu/q8_activations.h"
 #include "engine/backend.h"
 
 namespace zinf::cpu {
 
-// w.dtype is kI8; the arguments are MatMulRowsQuantized's.
-void MatMulI8Avx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+// w.dtype is kI8; xq holds the num_tokens tokens quantized (QuantizeActivationsQ8); the rest
+// are MatMulRowsQuantized's.
+void MatMulI8Avx512(const Q8Activations& xq, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end);
 

@@ -50,11 +50,10 @@ float DotI8Portable(const int8_t* xq, const float* x_scales, int64_t blocks, con
   return acc * w.i8_scale(r);
 }
 
-void MatMulI8Portable(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+void MatMulI8Portable(const Q8Activations& xq, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                       int64_t row_end) {
   const QuantRows rows(w);
-  const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, false);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float b = bias ? WeightValue(bias, r) : 0.0f;
     for (int64_t t = 0; t < num_tokens; ++t) {
@@ -152,11 +151,9 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
     for (int t = 0; t < kTokens; ++t) results[r][t] = lanes[r * kTokens + t] * w.i8_scale(row + r);
 }
 
-void MatMulI8Avx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
-                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                  int64_t row_end) {
+void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, const Weight& bias,
+                  float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const QuantRows rows(w);
-  const Q8Activations xq = QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, true);
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
     float results[kRows][kTokens];
     I8Tile<kRows, kTokens>(xq, t, rows, r, results);
@@ -176,14 +173,19 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
                          int64_t row_end, CpuIsa isa) {
   if (w.dtype == DType::kQ4) {
     MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
-  } else if (isa == CpuIsa::kPortable) {
-    MatMulI8Portable(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    return;
+  }
+  // Once per call: the kernels that hand tokens or rows on to a narrower one pass these along.
+  const Q8Activations xq =
+      QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, isa != CpuIsa::kPortable);
+  if (isa == CpuIsa::kPortable) {
+    MatMulI8Portable(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAmx) {
-    MatMulI8Amx(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    MatMulI8Amx(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAvx512) {
-    MatMulI8Avx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    MatMulI8Avx512(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else {
-    MatMulI8Avx2(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+    MatMulI8Avx2(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   }
 }
 

@@ -32,6 +32,8 @@ struct Q8Activations {
 
   const int8_t* token_values(int64_t t) const { return values + t * blocks * kQ8BlockElements; }
   const float* token_scales(int64_t t) const { return scales + t * blocks; }
+  // The same tokens from token t on.
+  Q8Activations from(int64_t t) const { return {token_values(t), token_scales(t), blocks}; }
 };
 
 // Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into a buffer

@@ -2,26 +2,20 @@
 #include "cpu/q8_token_lanes.h"
 
 #include <cstring>
-#include <memory>
+#include <vector>
 
 namespace zinf::cpu {
 
 namespace {
 
+// Grown only; 64-byte aligned for the kernels' vector loads.
 std::byte* ThreadBuffer(size_t bytes) {
-  struct Aligned {
-    std::unique_ptr<std::byte[]> storage;
-    size_t size = 0;
-    std::byte* data = nullptr;
+  struct alignas(64) Line {
+    std::byte bytes[64];
   };
-  thread_local Aligned buffer;
-  if (buffer.size < bytes) {
-    buffer.storage = std::make_unique<std::byte[]>(bytes + 64);
-    buffer.size = bytes;
-    const auto address = reinterpret_cast<uintptr_t>(buffer.storage.get());
-    buffer.data = buffer.storage.get() + ((64 - address % 64) % 64);
-  }
-  return buffer.data;
+  thread_local std::vector<Line> lines;
+  if (lines.size() * 64 < bytes) lines.resize((bytes + 63) / 64);
+  return reinterpret_cast<std::byte*>(lines.data());
 }
 
 }  // namespace
