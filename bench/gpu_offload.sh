@@ -6,8 +6,14 @@
 #   llama70b — LLaMA-2-70B-shaped int4 (g64), prompt 512, generate 32, the planner's best batch:
 #              with the planner's own placement, and with most weights in DRAM (a device budget
 #              that holds part of them).
+#   mixtral  — Mixtral-8x7B-shaped int4 (g64) on a 24 GB budget (#21): experts past the budget
+#              copied when routed to (--moe-experts gpu) or computed by the CPU (cpu), batch 1/16/64.
+#   profile  — per-kernel GPU time (ncu) of resident decode steps beside their wall time: where a
+#              resident step's time goes (kernels, or launches and host work between them).
 # Usage: bench/gpu_offload.sh STAGE RESULTS_FILE   (ZINF: the binary, default build-gpu/zinf;
-# ZINF_OPT_OFFLOADS / ZINF_OPT_BATCHES narrow the OPT-30B sweep, e.g. "cpu" and "32,128";
+# ZINF_OPT_OFFLOADS / ZINF_OPT_BATCHES narrow the OPT-30B sweep, e.g. "cpu" and "32,128", and
+# ZINF_OPT_STEP_TOKENS sets its step size (default 2048; batch x 64 prefills every prompt in one
+# step, so all sequences decode together to the end);
 # ZINF_GPU_WORK_DIR: where checkpoints go, default build-gpu/gpu-offload-work; a stage deletes
 # its checkpoint at the end unless ZINF_KEEP_CHECKPOINTS=1, since the two do not fit on 64 GB).
 set -euo pipefail
@@ -59,7 +65,7 @@ case "$stage" in
       [ "$offload" = cpu ] && kv_dtype=int8
       timed "bench --kv-offload $offload --kv-dtype $kv_dtype" "$zinf" bench --model "$model" \
         --device cuda --gpu-mem "$budget" --kv-offload "$offload" --kv-dtype "$kv_dtype" \
-        --batch-size "${ZINF_OPT_BATCHES:-8,32,64,128}" --prompt-len 64 --gen-len 8 --step-tokens 2048 --repeat 1 \
+        --batch-size "${ZINF_OPT_BATCHES:-8,32,64,128}" --prompt-len 64 --gen-len "${ZINF_OPT_GEN_LEN:-8}" --step-tokens "${ZINF_OPT_STEP_TOKENS:-2048}" --repeat 1 \
         --json "$work/opt30b-kv-$offload.json"
     done
     ;;
@@ -77,8 +83,44 @@ case "$stage" in
       --device cuda --gpu-mem "$dram_budget" --batch-size auto --prompt-len 512 \
       --gen-len 32 --num-prompts 128 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
     ;;
+  mixtral)
+    model=$work/mixtral-8x7b-int4
+    [ -f "$model/manifest.json" ] || timed "synthetic Mixtral-8x7B int4 g64" "$zinf" -q convert --synthetic \
+      "$root/configs/mixtral-8x7b.json" "$model" --dtype int4 --group-size 64 --force
+    budget=${ZINF_MOE_GPU_MEM:-24G}
+    timed "plan, auto batch at 1024 positions" "$zinf" plan --model "$model" --device cuda \
+      --gpu-mem "$budget" --batch-size auto --max-context 1024
+    for experts in ${ZINF_MOE_EXPERTS:-gpu cpu}; do
+      timed "bench --moe-experts $experts" "$zinf" bench --model "$model" --device cuda \
+        --gpu-mem "$budget" --moe-experts "$experts" --batch-size "${ZINF_MOE_BATCHES:-1,16,64}" \
+        --prompt-len 64 --gen-len 16 --step-tokens 4096 --repeat 1 --json "$work/mixtral-$experts.json"
+    done
+    ;;
+  profile)
+    # Each workload runs once plainly (its step times) and once under ncu, which records every
+    # kernel's GPU time for 1500 launches after SKIP (chosen to land in decode steps).
+    model=$work/tinyllama-1.1b
+    for dtype in f16 int4; do
+      [ -f "$model-$dtype/manifest.json" ] || timed "synthetic TinyLlama-1.1B $dtype" "$zinf" -q convert \
+        --synthetic "$root/bench/configs/tinyllama-1.1b.json" "$model-$dtype" --dtype "$dtype" --force
+    done
+    ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+    profile() {
+      local name=$1 skip=$2
+      shift 2
+      timed "$name, wall time" "$zinf" bench "$@" --device cuda --repeat 1
+      timed "$name, per-kernel GPU time" "$ncu" --clock-control none --metrics gpu__time_duration.sum \
+        --csv --page raw --launch-skip "$skip" --launch-count "${ZINF_PROFILE_LAUNCHES:-1500}" \
+        --log-file "$work/$name-ncu.csv" "$zinf" -q bench "$@" --device cuda --repeat 1
+      [ -f "$work/$name-ncu.csv" ] && python3 "$root/bench/ncu_step_summary.py" "$work/$name-ncu.csv" \
+        | tee -a "$results"
+    }
+    profile f16-b1 2000 --model "$model-f16" --batch-size 1 --prompt-len 32 --gen-len 64
+    profile f16-b32 6000 --model "$model-f16" --batch-size 32 --prompt-len 128 --gen-len 32
+    profile int4-b32 3000 --model "$model-int4" --batch-size 32 --prompt-len 512 --gen-len 16 --step-tokens 4096
+    ;;
   *)
-    echo "gpu_offload.sh: unknown stage '$stage' (opt30b or llama70b)" >&2
+    echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, mixtral or profile)" >&2
     exit 2
     ;;
 esac
