@@ -7,7 +7,8 @@ import sys
 from collections import defaultdict
 
 TIME = "gpu__time_duration.sum"
-SCALE_TO_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+SCALE_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
+               "second": 1e6, "s": 1e6}
 
 
 def rows(path):
