@@ -14,6 +14,7 @@
 # ZINF_OPT_OFFLOADS / ZINF_OPT_BATCHES narrow the OPT-30B sweep, e.g. "cpu" and "32,128", and
 # ZINF_OPT_STEP_TOKENS sets its step size (default 2048; batch x 64 prefills every prompt in one
 # step, so all sequences decode together to the end);
+# ZINF_PROFILE_RUNS picks the profile stage's workloads (default "f16-b1 f16-b32 int4-b32");
 # ZINF_GPU_WORK_DIR: where checkpoints go, default build-gpu/gpu-offload-work; a stage deletes
 # its checkpoint at the end unless ZINF_KEEP_CHECKPOINTS=1, since the two do not fit on 64 GB).
 set -euo pipefail
@@ -115,9 +116,14 @@ case "$stage" in
       [ -f "$work/$name-ncu.csv" ] && python3 "$root/bench/ncu_step_summary.py" "$work/$name-ncu.csv" \
         | tee -a "$results"
     }
-    profile f16-b1 2000 --model "$model-f16" --batch-size 1 --prompt-len 32 --gen-len 64
-    profile f16-b32 6000 --model "$model-f16" --batch-size 32 --prompt-len 128 --gen-len 32
-    profile int4-b32 3000 --model "$model-int4" --batch-size 32 --prompt-len 512 --gen-len 16 --step-tokens 4096
+    runs=" ${ZINF_PROFILE_RUNS:-f16-b1 f16-b32 int4-b32} "
+    [[ $runs == *" f16-b1 "* ]] &&
+      profile f16-b1 2000 --model "$model-f16" --batch-size 1 --prompt-len 32 --gen-len 64
+    [[ $runs == *" f16-b32 "* ]] &&
+      profile f16-b32 6000 --model "$model-f16" --batch-size 32 --prompt-len 128 --gen-len 32
+    [[ $runs == *" int4-b32 "* ]] &&
+      profile int4-b32 3000 --model "$model-int4" --batch-size 32 --prompt-len 512 --gen-len 16 \
+        --step-tokens 4096
     ;;
   *)
     echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, mixtral or profile)" >&2

@@ -37,6 +37,11 @@ __device__ inline float LoadWeight(const WeightRef& w, int64_t row, int64_t col)
   return 0.0f;
 }
 
+// The KV cache row of a slot's position.
+__device__ inline int64_t CacheRow(const KvLayer& kv, int slot, int position) {
+  return static_cast<int64_t>(slot) * kv.max_context + position;
+}
+
 // A vector weight (norm scale or bias), element i; 0 when the weight is absent.
 __device__ inline float LoadVector(const WeightRef& w, int64_t i) {
   return w.data == nullptr ? 0.0f : LoadWeight(w, 0, i);

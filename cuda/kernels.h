@@ -81,6 +81,12 @@ Status RmsNorm(float* x, const float* residual, int64_t rows, int64_t cols, cons
 Status LayerNorm(float* x, const float* residual, int64_t rows, int64_t cols,
                  const WeightRef& weight, const WeightRef& bias, float eps, float* out,
                  cudaStream_t stream);
+// The same in the CPU backend's operation sequence, bit for bit (kernels_as_cpu.cu; f32 compute).
+Status RmsNormAsCpu(float* x, const float* residual, int64_t rows, int64_t cols,
+                    const WeightRef& weight, float eps, float* out, cudaStream_t stream);
+Status LayerNormAsCpu(float* x, const float* residual, int64_t rows, int64_t cols,
+                      const WeightRef& weight, const WeightRef& bias, float eps, float* out,
+                      cudaStream_t stream);
 
 // Rotates pairs (i, i + head_dim/2) of each head by the table angles at each row's position.
 Status Rope(float* x, int rows, int num_heads, int head_dim, const int* positions,
@@ -102,8 +108,16 @@ Status StoreKv(const KvLayer& kv, const RowMap& map, const float* k, const float
 // no score matrix in memory); GQA maps query head h to KV head h / (num_heads / num_kv_heads).
 Status Attention(const KvLayer& kv, const RowMap& map, const float* q, int num_heads, float scale,
                  float* out, cudaStream_t stream);
+// Attention in the CPU backend's operation sequence, bit for bit (f32 compute): every row's scores
+// are held in shared memory, so max_keys (the most keys any row attends to) is at most
+// kMaxAttentionKeysAsCpu.
+Status AttentionAsCpu(const KvLayer& kv, const RowMap& map, const float* q, int num_heads,
+                      float scale, int max_keys, float* out, cudaStream_t stream);
 
 // Largest head_dim the attention kernel takes.
 inline constexpr int kMaxHeadDim = 256;
+// Most keys AttentionAsCpu holds scores for: 160 KiB of shared memory, within what an A100 (and
+// an H100) lets one block have.
+inline constexpr int kMaxAttentionKeysAsCpu = 40960;
 
 }  // namespace zinf::cuda::kernels

@@ -11,10 +11,6 @@ constexpr int kThreads = 128;  // 4 warps
 constexpr int kKeysPerTile = 64;
 constexpr int kDimsPerThread = kMaxHeadDim / kThreads;
 
-__device__ inline int64_t CacheRow(const KvLayer& kv, int slot, int position) {
-  return static_cast<int64_t>(slot) * kv.max_context + position;
-}
-
 // One (row, KV head) per block: copies f32 heads, rounds them to bf16, or quantises them
 // symmetrically to int8 with the scale max|x| / 127 exactly as cpu/kv_cache.cpp does.
 __global__ void StoreKvKernel(KvLayer kv, RowMap map, const float* __restrict__ k,

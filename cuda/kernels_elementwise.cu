@@ -1,5 +1,6 @@
 // Element-wise kernels: type casts and dequantisation for the GEMMs, embeddings, bias, activations,
 // residual adds and row gathers. Memory-bound; grid-stride loops over the elements.
+#include "cuda/cpu_arithmetic.cuh"
 #include "cuda/device_common.cuh"
 
 namespace zinf::cuda::kernels {
@@ -68,8 +69,9 @@ __global__ void AddBiasKernel(float* __restrict__ out, int64_t rows, WeightRef b
 __global__ void SiluMulKernel(const float* gate, const float* up, float* out, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
+    // cpu/silu.cpp's sequence and exp, so f32 compute gives the CPU's bits.
     const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
+    out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, CpuExp(-g))), up[i]);
   }
 }
 
@@ -101,7 +103,9 @@ __global__ void ScaleAddRowsKernel(const float* __restrict__ src, int64_t cols,
   const int64_t target = rows[blockIdx.x];
   const float scale = scales[blockIdx.x];
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    x[target * cols + c] += scale * src[blockIdx.x * cols + c];
+    // A product, then a sum, as CpuBackend::ScaleAddRows rounds them (no fma).
+    x[target * cols + c] =
+        __fadd_rn(x[target * cols + c], __fmul_rn(scale, src[blockIdx.x * cols + c]));
   }
 }
 

@@ -20,8 +20,9 @@ __global__ void RopeKernel(float* __restrict__ x, int num_heads, int head_dim,
     float* pair = row_data + static_cast<int64_t>(head) * head_dim + i;
     const float first = pair[0], second = pair[half];
     const float c = cos_table[table_row + i], s = sin_table[table_row + i];
-    pair[0] = first * c - second * s;
-    pair[half] = second * c + first * s;
+    // Rounded like CpuBackend::Rope: two products, then their difference or sum (no fma).
+    pair[0] = __fsub_rn(__fmul_rn(first, c), __fmul_rn(second, s));
+    pair[half] = __fadd_rn(__fmul_rn(second, c), __fmul_rn(first, s));
   }
 }
 

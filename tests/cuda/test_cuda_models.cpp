@@ -141,9 +141,10 @@ TEST_CASE("cuda: random checkpoints of both families match the CPU backend's log
   }
 }
 
-TEST_CASE("cuda: int8 weights agree with the CPU's greedy tokens at >= 95% of positions") {
-  // The CPU's int8 kernel quantises activations too; the GPU does not, so their tokens may part
-  // where two candidates are close: the same bar as int8 against f32 (issue 7).
+TEST_CASE("cuda: int8 weights under f32 compute pick the CPU's greedy token at every position") {
+  // Every op the GPU runs under f32 compute follows the CPU's operation sequence (the int8
+  // products, norms, RoPE, SiLU, attention), so even where two candidates are close, the GPU's
+  // logits are the CPU's: teacher-forced along the CPU's own tokens, each argmax agrees.
   const LoadedModel int8 = Stories260KAs(DType::kI8);
   int total = 0, same = 0;
   for (const Request& request : GoldenRequests(24)) {
@@ -155,9 +156,7 @@ TEST_CASE("cuda: int8 weights agree with the CPU's greedy tokens at >= 95% of po
       ++total;
     }
   }
-  const double agreement = static_cast<double>(same) / total;
-  WARN("int8 on the GPU vs the CPU: teacher-forced greedy agreement " << agreement);
-  CHECK(agreement >= 0.95);
+  CHECK(same == total);
 }
 
 TEST_CASE("cuda: int4 checkpoints and the int8 KV cache give the CPU's greedy ids") {

@@ -1,6 +1,6 @@
 // Every CUDA backend op against the CPU backend on fresh random inputs, outputs poisoned first.
-// Thresholds on ‖gpu − cpu‖ / ‖cpu‖ (METHOD.md's bands): f32 arithmetic 1e-5; products with f16
-// operands 3e-3; with bf16 operands 1.5e-2.
+// Thresholds on ‖gpu − cpu‖ / ‖cpu‖ (METHOD.md's bands): cuBLAS f32 products 1e-5; with f16
+// operands 3e-3; with bf16 operands 1.5e-2; the other ops under f32 compute, 0 (the CPU's bits).
 #include <catch2/catch.hpp>
 
 #include "engine/rope.h"
@@ -11,6 +11,10 @@ namespace zinf::testing {
 namespace {
 
 constexpr double kF32 = 1e-5;
+// Under f32 compute every op but a cuBLAS product follows the CPU's operation sequence, so the
+// outputs are the CPU's bits: quantized weights then give the CPU's tokens (an activation block's
+// int8 rounding turns a last-bit difference into a whole step).
+constexpr double kAsCpu = 0.0;
 constexpr double kF16 = 3e-3;
 constexpr double kBf16 = 1.5e-2;
 
@@ -112,7 +116,7 @@ TEST_CASE("cuda op parity: RMSNorm and LayerNorm, plain and fused with the resid
       TensorPair out = fixture.Poisoned(7, 160);
       fixture.cpu().RmsNorm(x.cpu, cpu_norm, 1e-5f, out.cpu);
       fixture.gpu().RmsNorm(x.gpu, gpu_norm, 1e-5f, out.gpu);
-      CHECK(fixture.RelativeError(out) <= kF32);
+      CHECK(fixture.RelativeError(out) <= kAsCpu);
     }
     {
       // In place, as Qwen3's per-head q/k norm runs: [rows × heads, head_dim].
@@ -121,14 +125,14 @@ TEST_CASE("cuda op parity: RMSNorm and LayerNorm, plain and fused with the resid
       TensorPair h = heads.Random(28, 40);
       heads.cpu().RmsNorm(h.cpu, heads.CpuWeight("qn"), 1e-6f, h.cpu);
       heads.gpu().RmsNorm(h.gpu, heads.GpuWeight("qn"), 1e-6f, h.gpu);
-      CHECK(heads.RelativeError(h) <= kF32);
+      CHECK(heads.RelativeError(h) <= kAsCpu);
     }
     {
       TensorPair x = fixture.Random(7, 160, 2.0f);
       TensorPair out = fixture.Poisoned(7, 160);
       fixture.cpu().LayerNorm(x.cpu, cpu_norm, cpu_bias, 1e-5f, out.cpu);
       fixture.gpu().LayerNorm(x.gpu, gpu_norm, gpu_bias, 1e-5f, out.gpu);
-      CHECK(fixture.RelativeError(out) <= kF32);
+      CHECK(fixture.RelativeError(out) <= kAsCpu);
     }
     // Fused: x += residual, then out = norm(x) written over the residual, as the model calls it.
     for (const bool layer_norm : {false, true}) {
@@ -142,8 +146,8 @@ TEST_CASE("cuda op parity: RMSNorm and LayerNorm, plain and fused with the resid
         fixture.cpu().AddRmsNorm(x.cpu, residual.cpu, cpu_norm, 1e-5f, residual.cpu);
         fixture.gpu().AddRmsNorm(x.gpu, residual.gpu, gpu_norm, 1e-5f, residual.gpu);
       }
-      CHECK(fixture.RelativeError(x) <= kF32);  // the sum kept in x
-      CHECK(fixture.RelativeError(residual) <= kF32);
+      CHECK(fixture.RelativeError(x) <= kAsCpu);  // the sum kept in x
+      CHECK(fixture.RelativeError(residual) <= kAsCpu);
     }
   }
 }
@@ -157,17 +161,17 @@ TEST_CASE("cuda op parity: norms of wide rows (several columns per thread), f16 
   TensorPair rms = fixture.Poisoned(5, 1000), layer = fixture.Poisoned(5, 1000);
   fixture.cpu().RmsNorm(x.cpu, cpu_norm, 1e-6f, rms.cpu);
   fixture.gpu().RmsNorm(x.gpu, gpu_norm, 1e-6f, rms.gpu);
-  CHECK(fixture.RelativeError(rms) <= kF32);
+  CHECK(fixture.RelativeError(rms) <= kAsCpu);
   fixture.cpu().LayerNorm(x.cpu, cpu_norm, {}, 1e-5f, layer.cpu);
   fixture.gpu().LayerNorm(x.gpu, gpu_norm, {}, 1e-5f, layer.gpu);
-  CHECK(fixture.RelativeError(layer) <= kF32);
+  CHECK(fixture.RelativeError(layer) <= kAsCpu);
   TensorPair residual = fixture.Random(5, 1000);
   fixture.cpu().AddLayerNorm(x.cpu, residual.cpu, cpu_norm, fixture.CpuWeight("norm_bias"), 1e-5f,
                              residual.cpu);
   fixture.gpu().AddLayerNorm(x.gpu, residual.gpu, gpu_norm, fixture.GpuWeight("norm_bias"), 1e-5f,
                              residual.gpu);
-  CHECK(fixture.RelativeError(x) <= kF32);
-  CHECK(fixture.RelativeError(residual) <= kF32);
+  CHECK(fixture.RelativeError(x) <= kAsCpu);
+  CHECK(fixture.RelativeError(residual) <= kAsCpu);
 }
 
 TEST_CASE("cuda op parity: token and position embeddings from float and quantized tables") {
@@ -222,7 +226,7 @@ TEST_CASE("cuda op parity: RoPE at scattered positions for q and GQA k widths") 
     TensorPair x = fixture.Random(6, heads * 40);
     fixture.cpu().Rope(x.cpu, positions, heads);
     fixture.gpu().Rope(x.gpu, positions, heads);
-    CHECK(fixture.RelativeError(x) <= kF32);
+    CHECK(fixture.RelativeError(x) <= kAsCpu);
   }
 }
 
@@ -238,9 +242,9 @@ TEST_CASE("cuda op parity: KV cache stores and causal attention over ragged chun
     double threshold;
   };
   for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 256}, Shape{6, 3, 40}}) {
-    for (const Kv kv : {Kv{DType::kF32, cuda::ComputeType::kF32, kF32},
+    for (const Kv kv : {Kv{DType::kF32, cuda::ComputeType::kF32, kAsCpu},
                         Kv{DType::kF32, cuda::ComputeType::kBf16, kBf16},
-                        Kv{DType::kI8, cuda::ComputeType::kF32, 1e-4}}) {
+                        Kv{DType::kI8, cuda::ComputeType::kF32, kAsCpu}}) {
       INFO(shape.heads << " heads, " << shape.kv_heads << " KV heads, head_dim " << shape.head_dim
                        << ", KV " << DTypeName(kv.dtype) << ", compute "
                        << ComputeName(kv.compute));
@@ -280,7 +284,7 @@ TEST_CASE("cuda op parity: SiLU gate, ReLU, residual add, row gather, host copie
   TensorPair gate = fixture.Random(33, 192, 3.0f), up = fixture.Random(33, 192);
   fixture.cpu().SiluMul(gate.cpu, up.cpu, up.cpu);
   fixture.gpu().SiluMul(gate.gpu, up.gpu, up.gpu);
-  CHECK(fixture.RelativeError(up) <= kF32);
+  CHECK(fixture.RelativeError(up) <= kAsCpu);
 
   TensorPair x = fixture.Random(33, 192);
   fixture.cpu().Relu(x.cpu);
@@ -290,7 +294,7 @@ TEST_CASE("cuda op parity: SiLU gate, ReLU, residual add, row gather, host copie
   TensorPair y = fixture.Random(33, 192);
   fixture.cpu().Add(x.cpu, y.cpu);
   fixture.gpu().Add(x.gpu, y.gpu);
-  CHECK(fixture.RelativeError(x) <= kF32);
+  CHECK(fixture.RelativeError(x) <= kAsCpu);
 
   const std::vector<int> rows = {32, 0, 7, 7};
   TensorPair gathered = fixture.Poisoned(4, 192);
@@ -312,7 +316,8 @@ TEST_CASE("cuda op parity: an expert's outputs, weighted, added into its tokens'
                     19);
   TensorPair x = fixture.Random(33, 192);
   const std::vector<int> rows = {0, 4, 9, 31, 32};
-  const std::vector<float> weights = {0.5f, 0.25f, 1.0f, 0.125f, 0.75f};
+  // Not powers of two: each product rounds, so a fused multiply-add would show.
+  const std::vector<float> weights = {0.3f, 0.55f, 1.0f, 0.1f, 0.85f};
   TensorPair gathered = fixture.Poisoned(5, 192);
   fixture.cpu().GatherRows(x.cpu, rows, gathered.cpu);
   fixture.gpu().GatherRows(x.gpu, rows, gathered.gpu);
@@ -320,7 +325,7 @@ TEST_CASE("cuda op parity: an expert's outputs, weighted, added into its tokens'
   TensorPair out = fixture.Random(5, 192);
   fixture.cpu().ScaleAddRows(out.cpu, rows, weights, x.cpu);
   fixture.gpu().ScaleAddRows(out.gpu, rows, weights, x.gpu);
-  CHECK(fixture.RelativeError(x) <= kF32);
+  CHECK(fixture.RelativeError(x) <= kAsCpu);
 }
 
 TEST_CASE("cuda backend: a --gpu-mem budget too small for the run is refused with the plan") {
