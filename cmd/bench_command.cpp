@@ -93,6 +93,7 @@ struct RunResult {
   std::string bound;
   // GPU runs: weights crossing PCIe every step, and the copy engine's rate and busy share.
   double moved_bytes_per_step = 0, h2d_gbps = 0, copy_busy_percent = 0;
+  double decode_batch = 0;  // sequences a decode-only step carried, on average
 };
 
 RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_options,
@@ -130,6 +131,8 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
       session.limits().max_sequences,
       session.plan().predicted_tokens_per_s,
       BoundName(session.plan().bound)};
+  const int64_t decode_tokens = stats.generated_tokens - stats.prefill_steps_generated;
+  result.decode_batch = rate(static_cast<double>(decode_tokens), static_cast<double>(stats.decode_steps));
   if (session.plan().on_cuda()) {
     result.moved_bytes_per_step =
         static_cast<double>(session.plan().pinned_bytes + session.plan().streamed_bytes_per_step);
@@ -139,10 +142,20 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
   return result;
 }
 
+// Decode steps that carried well under the batch: say why, since the bounds assume a full batch.
+void WarnIfStaggered(const BenchRow& row) {
+  if (row.decode_batch.mean <= 0 || row.decode_batch.mean >= 0.9 * row.batch_size) return;
+  spdlog::info(
+      "batch {}: decode steps carried {:.1f} sequences on average; sequences that start decoding "
+      "on different steps (their prompts prefilled over several steps: raise --step-tokens to "
+      "batch × prompt length) or finish on different steps leave the last decode steps part-empty",
+      row.batch_size, row.decode_batch.mean);
+}
+
 // Runs one configuration `row.repeats` times and fills in its measurements.
 void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Refill refill,
                 const std::vector<Request>& requests, BenchRow& row) {
-  std::vector<double> prefill, decode, generation, disk, h2d, busy;
+  std::vector<double> prefill, decode, generation, disk, h2d, busy, decode_batch;
   for (int r = 0; r < row.repeats; ++r) {
     const RunResult result = RunOnce(checkpoint, session, refill, requests);
     row.batch_size = result.batch_size;
@@ -155,6 +168,7 @@ void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Ref
     disk.push_back(result.disk_gbps);
     h2d.push_back(result.h2d_gbps);
     busy.push_back(result.copy_busy_percent);
+    decode_batch.push_back(result.decode_batch);
   }
   row.prefill_tokens_per_s = Summarize(prefill);
   row.decode_tokens_per_s = Summarize(decode);
@@ -162,11 +176,13 @@ void MeasureRow(const Checkpoint& checkpoint, const SessionOptions& session, Ref
   row.disk_gbps = Summarize(disk);
   row.h2d_gbps = Summarize(h2d);
   row.copy_busy_percent = Summarize(busy);
+  row.decode_batch = Summarize(decode_batch);
   row.percent_of_bound =
       row.predicted_decode_tokens_per_s > 0
           ? 100 * row.decode_tokens_per_s.mean / row.predicted_decode_tokens_per_s
           : 0;
   FillStreamBound(row);
+  WarnIfStaggered(row);
   spdlog::info("{} weights, batch {}, {} refill: generation {:.1f} tok/s", row.weights,
                row.batch_size, row.refill, row.generation_tokens_per_s.mean);
 }

@@ -36,8 +36,8 @@ void FillStreamBound(BenchRow& row) {
   row.stream_bound_tokens_per_s = 0;
   row.percent_of_stream_bound = 0;
   if (row.pinned_h2d_gbps <= 0 || row.moved_bytes_per_step <= 0) return;
-  row.stream_bound_tokens_per_s =
-      row.batch_size * row.pinned_h2d_gbps * 1e9 / row.moved_bytes_per_step;
+  const double sequences = row.decode_batch.mean > 0 ? row.decode_batch.mean : row.batch_size;
+  row.stream_bound_tokens_per_s = sequences * row.pinned_h2d_gbps * 1e9 / row.moved_bytes_per_step;
   row.percent_of_stream_bound = 100 * row.decode_tokens_per_s.mean / row.stream_bound_tokens_per_s;
 }
 
@@ -58,15 +58,18 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows) {
   });
   if (!streamed_to_gpu) return out;
   // The PCIe side of GPU runs: the weight stream against the link's measured rate, and decode
-  // against the bound that rate sets when every step moves the weights not held on the device.
-  out += "\n| weights | batch | moved per step GB | pinned H2D GB/s | weight stream GB/s | "
-         "stream ÷ pinned | copy engine busy | bound N·B/(P·b) tok/s | decode ÷ bound |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  // against the bound that rate sets when every step moves the weights not held on the device,
+  // for as many sequences as the decode steps carried.
+  out += "\n| weights | batch | decode batch | moved per step GB | pinned H2D GB/s | "
+         "weight stream GB/s | stream ÷ pinned | copy engine busy | bound N·B/(P·b) tok/s | "
+         "decode ÷ bound |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BenchRow& r : rows) {
     if (r.moved_bytes_per_step <= 0) continue;
     out += fmt::format(
-        "| {} | {} | {:.2f} | {:.1f} | {} | {:.0f}% | {:.0f}% | {:.1f} | {:.0f}% |\n", r.weights,
-        BatchCell(r), r.moved_bytes_per_step / 1e9, r.pinned_h2d_gbps, Show(r.h2d_gbps),
+        "| {} | {} | {:.1f} | {:.2f} | {:.1f} | {} | {:.0f}% | {:.0f}% | {:.1f} | {:.0f}% |\n",
+        r.weights, BatchCell(r), r.decode_batch.mean, r.moved_bytes_per_step / 1e9,
+        r.pinned_h2d_gbps, Show(r.h2d_gbps),
         100 * r.h2d_gbps.mean / r.pinned_h2d_gbps, r.copy_busy_percent.mean,
         r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
   }
@@ -79,7 +82,7 @@ std::string Csv(const std::vector<BenchRow>& rows) {
       "prefill_tok_s_sd,decode_tok_s,decode_tok_s_sd,generation_tok_s,generation_tok_s_sd,"
       "disk_gbps,predicted_decode_tok_s,bound,percent_of_bound,pinned_h2d_gbps,"
       "moved_bytes_per_step,h2d_gbps,copy_busy_percent,stream_bound_tok_s,"
-      "percent_of_stream_bound\n";
+      "percent_of_stream_bound,decode_batch\n";
   for (const BenchRow& r : rows) {
     out += fmt::format(
         "{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.3f},{},{:.2f},",
@@ -87,9 +90,10 @@ std::string Csv(const std::vector<BenchRow>& rows) {
         r.prefill_tokens_per_s.mean, r.prefill_tokens_per_s.sd, r.decode_tokens_per_s.mean,
         r.decode_tokens_per_s.sd, r.generation_tokens_per_s.mean, r.generation_tokens_per_s.sd,
         r.disk_gbps.mean, r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
-    out += fmt::format("{:.3f},{:.0f},{:.3f},{:.2f},{:.3f},{:.2f}\n", r.pinned_h2d_gbps,
+    out += fmt::format("{:.3f},{:.0f},{:.3f},{:.2f},{:.3f},{:.2f},{:.2f}\n", r.pinned_h2d_gbps,
                        r.moved_bytes_per_step, r.h2d_gbps.mean, r.copy_busy_percent.mean,
-                       r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
+                       r.stream_bound_tokens_per_s, r.percent_of_stream_bound,
+                       r.decode_batch.mean);
   }
   return out;
 }
@@ -117,7 +121,8 @@ std::string Json(const std::vector<BenchRow>& rows) {
                    {"h2d_gbps", stat(r.h2d_gbps)},
                    {"copy_busy_percent", stat(r.copy_busy_percent)},
                    {"stream_bound_tok_s", r.stream_bound_tokens_per_s},
-                   {"percent_of_stream_bound", r.percent_of_stream_bound}});
+                   {"percent_of_stream_bound", r.percent_of_stream_bound},
+                   {"decode_batch", stat(r.decode_batch)}});
   }
   return out.dump(2) + "\n";
 }

@@ -28,6 +28,9 @@ struct BenchRow {
   Stat decode_tokens_per_s;      // generated tokens ÷ time of the steps that only decoded
   Stat generation_tokens_per_s;  // FlexGen's metric: generated tokens ÷ whole run time
   Stat disk_gbps;                // bytes read from the weights file ÷ run time
+  // Sequences a decode-only step carried on average: below the batch when prefill was spread over
+  // steps (the sequences start decoding at different steps) or when they finish at different steps.
+  Stat decode_batch;
   // From the plan of this configuration.
   double predicted_decode_tokens_per_s = 0;
   std::string bound;
@@ -37,13 +40,14 @@ struct BenchRow {
   double moved_bytes_per_step = 0;       // weights not held in device memory: N·B/(P·b)'s P·b
   Stat h2d_gbps;                         // streamed bytes ÷ the copy engine's time copying them
   Stat copy_busy_percent;                // the copy engine's time copying ÷ run time
-  double stream_bound_tokens_per_s = 0;  // batch × pinned rate ÷ moved bytes per step
+  double stream_bound_tokens_per_s = 0;  // decode batch × pinned rate ÷ moved bytes per step
   double percent_of_stream_bound = 0;    // decode tok/s ÷ that bound
 };
 
-// Fills stream_bound_tokens_per_s and percent_of_stream_bound from the batch, the pinned rate, the
-// moved bytes and decode tok/s: ZeRO-Inference's N·B/(P·b), the most tokens/s a step can give
-// when it must move P·b bytes over a link of B bytes/s (left zero for runs that move nothing).
+// Fills stream_bound_tokens_per_s and percent_of_stream_bound from the decode batch (the batch
+// when unmeasured), the pinned rate, the moved bytes and decode tok/s: ZeRO-Inference's N·B/(P·b),
+// the most tokens/s a step of N sequences can give when it must move P·b bytes over a link of B
+// bytes/s (left zero for runs that move nothing).
 void FillStreamBound(BenchRow& row);
 
 std::string MarkdownTable(const std::vector<BenchRow>& rows);

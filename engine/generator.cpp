@@ -144,6 +144,7 @@ void Generator::Run(const GeneratorCallbacks& callbacks, const std::atomic<bool>
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     (prompt_tokens > 0 ? stats_.prefill_seconds : stats_.decode_seconds) += seconds;
+    if (prompt_tokens == 0) ++stats_.decode_steps;
     stats_.prompt_tokens += prompt_tokens;
     ++stats_.steps;
     if (callbacks.on_step) callbacks.on_step(stats_);

@@ -33,6 +33,7 @@ struct GenerationStats {
   double prefill_seconds = 0;           // steps that processed prompt tokens
   double decode_seconds = 0;            // steps that only generated
   int64_t prefill_steps_generated = 0;  // tokens sampled in steps that also carried prompt tokens
+  int64_t decode_steps = 0;             // steps that only generated
   int64_t completed = 0;
   int64_t failed = 0;
 };

@@ -157,6 +157,7 @@ GenerateResult GenerateWithStats(const LoadedModel& model, const std::vector<Req
   result.placement = engine.placed();
   result.expert_traffic = engine.get().expert_traffic();
   result.io = engine.source().stats();
+  result.generation = generator.stats();
   return result;
 }
 

@@ -64,6 +64,7 @@ struct GenerateResult {
   Placement placement;
   ExpertTraffic expert_traffic;
   WeightIoStats io;
+  GenerationStats generation;
 };
 GenerateResult GenerateWithStats(const LoadedModel& model, const std::vector<Request>& requests,
                                  const EngineSettings& settings);
