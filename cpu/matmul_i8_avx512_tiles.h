@@ -17,6 +17,7 @@
 #include "cpu/q8_activations.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
+#include "cpu/reduce_avx512.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu::i8_avx512 {
@@ -55,34 +56,6 @@ ZINF_I8_INLINE __m512i LoadRowPairMasked(const int8_t* a, const int8_t* b, __mma
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(mask, a)),
                             _mm256_maskz_loadu_epi8(mask, b), 1);
 }
-
-// Eight registers of [half 0 | half 1] lane sums to one of the 16 halves' totals, by shuffles that
-// pair lanes of different registers (integer adds: any grouping gives the same sums). Lane 4c + e
-// of the result holds register 2e + c / 2, half c % 2 (ReducedRegister, ReducedHalf).
-ZINF_I8_INLINE __m512i AddHalves(__m512i a, __m512i b) {  // l_i + l_{i+4}
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-template <int kImm>
-ZINF_I8_INLINE __m512i Shuffle(__m512i a, __m512i b) {
-  return _mm512_castps_si512(
-      _mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), kImm));
-}
-ZINF_I8_INLINE __m512i AddPairs(__m512i a, __m512i b) {
-  return _mm512_add_epi32(Shuffle<_MM_SHUFFLE(1, 0, 1, 0)>(a, b),
-                          Shuffle<_MM_SHUFFLE(3, 2, 3, 2)>(a, b));
-}
-ZINF_I8_INLINE __m512i AddLast(__m512i a, __m512i b) {
-  return _mm512_add_epi32(Shuffle<_MM_SHUFFLE(2, 0, 2, 0)>(a, b),
-                          Shuffle<_MM_SHUFFLE(3, 1, 3, 1)>(a, b));
-}
-ZINF_I8_INLINE __m512i ReduceEight(const __m512i* v) {
-  return AddLast(AddPairs(AddHalves(v[0], v[1]), AddHalves(v[2], v[3])),
-                 AddPairs(AddHalves(v[4], v[5]), AddHalves(v[6], v[7])));
-}
-// Which of ReduceEight's eight registers (and which half) lane `lane` of its result holds.
-constexpr int ReducedRegister(int lane) { return 2 * (lane % 4) + lane / 8; }
-constexpr int ReducedHalf(int lane) { return lane / 4 % 2; }
 
 // The block sums of kPairs row pairs × kTokens tokens: w + 128 (w ^ 0x80) is the unsigned operand
 // and x the signed one, vpdpbusd starting from the record's −128 · Σx lane offsets, so each sum is

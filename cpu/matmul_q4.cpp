@@ -14,6 +14,7 @@
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
+#include "cpu/reduce_avx2.h"
 #include "cpu/tiling.h"
 #include "engine/dtype.h"
 #include "engine/quantized.h"
@@ -35,16 +36,15 @@ float DotQ4Portable(const Q4Activations& xa, int64_t t, const QuantRows& w, int6
   const int8_t* xq = xa.token_values(t);
   const uint8_t* nibbles = w.row(r);
   const uint16_t* params = w.q4_params(r);
-  float lanes[8] = {};
+  float acc = 0.0f;
   for (int64_t g = 0; g < xa.groups; ++g) {
-    int32_t sums[8] = {};
+    int32_t sum = 0;  // exact: at most 128 · 15 · 127 in magnitude, so exact as a float too
     for (int64_t k = g * xa.group_size; k < (g + 1) * xa.group_size; ++k)
-      sums[k % kQ4BlockElements / 4] += Q4Nibble(nibbles, k) * xq[k];
+      sum += Q4Nibble(nibbles, k) * xq[k];
     const float factor = F16ToF32(params[2 * g]) * xa.scale(t, g);
-    for (int lane = 0; lane < 8; ++lane)
-      lanes[lane] = std::fma(static_cast<float>(sums[lane]), factor, lanes[lane]);
+    acc = std::fma(static_cast<float>(sum), factor, acc);
   }
-  return ReduceLanes(lanes) + MinimumSum(w, r, xa, t);
+  return acc + MinimumSum(w, r, xa, t);
 }
 
 void MatMulQ4Portable(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
@@ -66,43 +66,51 @@ inline __m256i UnpackBlock(const uint8_t* row, int64_t b) {
                           _mm256_set1_epi8(0x0f));
 }
 
-inline float FinishLanes(__m256 acc) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  return ReduceLanes(lanes);
-}
-
-// kRows rows × kTokens tokens; each block's nibbles unpacked once per tile.
+// kRows rows × kTokens tokens; product i = r · kTokens + t lands in lane i % 8 of acc[i / 8]. Per
+// group, each product's int32 lanes (maddubs of nibbles and int8 values, then madd) are summed
+// into the group's exact sum, eight products' at once (SumEach), then fma'd with their factors.
+// The loops carry unroll pragmas so that GCC keeps the tile in registers (see matmul_quant.cpp).
 template <int kRows, int kTokens>
 void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
             float (&results)[kRows][kTokens]) {
+  constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
-  __m256 acc[kRows][kTokens];
-  for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
+  __m256 acc[kGroups];
+#pragma GCC unroll 4
+  for (int i = 0; i < kGroups; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
-    __m256i sums[kRows][kTokens];
-    for (int r = 0; r < kRows; ++r)
-      for (int t = 0; t < kTokens; ++t) sums[r][t] = _mm256_setzero_si256();
+    __m256i sums[kGroups * 8];
+#pragma GCC unroll 32
+    for (int i = 0; i < kGroups * 8; ++i) sums[i] = _mm256_setzero_si256();
     for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
       __m256i wv[kRows];
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(w.row(row + r), b);
+#pragma GCC unroll 4
       for (int t = 0; t < kTokens; ++t) {
         const __m256i xv = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(xa.token_values(token + t) + b * kQ4BlockElements));
+#pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
           const __m256i products = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones);
-          sums[r][t] = _mm256_add_epi32(sums[r][t], products);
+          sums[r * kTokens + t] = _mm256_add_epi32(sums[r * kTokens + t], products);
         }
       }
     }
-    for (int r = 0; r < kRows; ++r) {
-      const float scale = _cvtsh_ss(w.q4_params(row + r)[2 * g]);
-      for (int t = 0; t < kTokens; ++t) {
-        const __m256 factor = _mm256_set1_ps(scale * xa.scale(token + t, g));
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][t]), factor, acc[r][t]);
+#pragma GCC unroll 4
+    for (int i = 0; i < kGroups; ++i) {
+      alignas(32) float factors[8];
+#pragma GCC unroll 8
+      for (int lane = 0; lane < 8; ++lane) {
+        const int product = 8 * i + lane;
+        factors[lane] = product < kProducts
+                            ? _cvtsh_ss(w.q4_params(row + product / kTokens)[2 * g]) *
+                                  xa.scale(token + product % kTokens, g)
+                            : 0.0f;
       }
+      const __m256i group_sums = SumEach(reinterpret_cast<const __m256i(&)[8]>(sums[8 * i]));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group_sums), _mm256_load_ps(factors), acc[i]);
     }
   }
   // The minimums: per row, MinimumSum's chain over the groups with the tile's tokens in the lanes
@@ -118,10 +126,12 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
       minimums[r] = _mm256_fmadd_ps(minimum, factors, minimums[r]);
     }
   }
+  alignas(32) float lanes[kGroups * 8];
+  for (int i = 0; i < kGroups; ++i) _mm256_store_ps(lanes + 8 * i, acc[i]);
   for (int r = 0; r < kRows; ++r) {
     alignas(32) float per_token[8];
     _mm256_store_ps(per_token, minimums[r]);
-    for (int t = 0; t < kTokens; ++t) results[r][t] = FinishLanes(acc[r][t]) + per_token[t];
+    for (int t = 0; t < kTokens; ++t) results[r][t] = lanes[r * kTokens + t] + per_token[t];
   }
 }
 
@@ -132,9 +142,8 @@ void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bia
     Q4Tile<kRows, kTokens>(xa, t, w, r, results);
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
   };
-  // 16 ymm: 2 × 3 int32 sums and as many f32 accumulators, 2 weight blocks, a token's block and
-  // the constant ones. One token: 4 rows.
-  ForEachTile<2, 3, 4>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);
+  // 2 rows × 4 tokens: the eight group sums reduce together into one register. One token: 8 rows.
+  ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);
 }
 
 #pragma GCC pop_options
@@ -148,7 +157,7 @@ void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight
   const Q4Activations xa =
       PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size, isa != CpuIsa::kPortable);
   if (isa >= CpuIsa::kAvx512) {
-    MatMulQ4Avx512(xa, rows, bias, out, out_stride, row_begin, row_end);
+    MatMulQ4Avx512(xa, 0, xa.tokens, rows, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAvx2) {
     MatMulQ4Avx2(xa, rows, bias, out, out_stride, row_begin, row_end);
   } else {

@@ -1,8 +1,10 @@
-// The AVX-512 int4 kernel: tiles of row pairs, two rows' blocks per zmm ([row a | row b], each
-// 256-bit half running its row's 8-lane chain exactly as the portable kernel does). A lone token
-// (decode) streams the weights 16 rows at a time, the next tile prefetched; up to 8 tokens use
-// 4-row tiles whose groups are unpacked in registers while each token passes; more tokens unpack
-// a 6-row tile once into an L1 scratch that 6 × 8 tiles read, token blocks sized to stay in L2.
+// The AVX-512 int4 kernel. Each product is the portable chain: per group, the exact int32 sum of
+// nibble × int8 products, then acc = fma(float(sum), row scale × token scale, acc), plus the
+// minimums' chain. Few tokens (≤ 8) take row-pair tiles: two rows' unpacked blocks per zmm
+// against a token's block broadcast to both halves, vpdpbusd leaving 8 lane sums per half, eight
+// registers reduced together into 16 group sums. More tokens take token lanes: 16 tokens' values
+// in the lanes (cpu/q8_token_lanes.h, the AMX B layout) against a dword of unpacked nibbles
+// broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction.
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/reduce_avx512.h"
 #include "cpu/tiling.h"
 #include "engine/quantized.h"
 
@@ -27,16 +30,6 @@ namespace {
 
 #define ZINF_Q4_INLINE inline __attribute__((always_inline))
 
-// The fixed lane reduction ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of each 256-bit half (fp add
-// is commutative, so the operands' order inside each sum does not matter).
-ZINF_Q4_INLINE void ReduceHalves(__m512 acc, float& low, float& high) {
-  const __m512 a = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512 b = _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 c = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(2, 3, 0, 1)));
-  low = _mm512_cvtss_f32(c);
-  high = _mm_cvtss_f32(_mm512_extractf32x4_ps(c, 2));
-}
-
 // Block `b` of rows a and b as [a's 32 nibbles | b's 32 nibbles], one byte each: the 16 bytes of
 // each row in two 128-bit lanes, the second shifted right by 4 (16-bit shifts; the mask drops the
 // neighbour byte's bits).
@@ -50,54 +43,14 @@ ZINF_Q4_INLINE __m512i UnpackPair(const uint8_t* a, const uint8_t* b, int64_t bl
   return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0f));
 }
 
-// [scale of row a × 8 | scale of row b × 8] for group g.
-ZINF_Q4_INLINE __m512 PairScales(const uint16_t* a, const uint16_t* b, int64_t g) {
-  return _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(a[2 * g])),
-                            _mm256_set1_ps(_cvtsh_ss(b[2 * g])), 1);
+// Block b of a row as 32 bytes of nibbles in element order.
+ZINF_Q4_INLINE __m256i UnpackBlock(const uint8_t* row, int64_t b) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * 16));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes),
+                          _mm256_set1_epi8(0x0f));
 }
 
-// Token t's blocks of group g, each broadcast to both halves, and its scale.
-template <int kBlocks>
-ZINF_Q4_INLINE __m512 LoadTokenGroup(const Q4Activations& xa, int64_t t, int64_t g,
-                                     __m512i (&xv)[kBlocks]) {
-  const int8_t* x = xa.token_values(t) + g * kBlocks * kQ4BlockElements;
-#pragma GCC unroll 16
-  for (int j = 0; j < kBlocks; ++j) {
-    xv[j] = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
-  }
-  return _mm512_set1_ps(xa.scale(t, g));
-}
-
-// One row pair × one token over a group: the exact int32 sums of its blocks (`nibbles(j)`, block
-// j of the pair), then acc = fma(float(sums), pair scales × activation scale, acc).
-template <int kBlocks, typename NibblesFn>
-ZINF_Q4_INLINE void AccumulateGroup(const __m512i (&xv)[kBlocks], NibblesFn&& nibbles,
-                                    __m512 pair_scales, __m512 x_scale, __m512& acc) {
-  __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles(0), xv[0]);
-#pragma GCC unroll 16
-  for (int j = 1; j < kBlocks; ++j) sums = _mm512_dpbusd_epi32(sums, nibbles(j), xv[j]);
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(pair_scales, x_scale), acc);
-}
-
-// results = each half's lanes reduced in ReduceLanes' order, plus the row's minimum sum.
-template <int kRows, int kTokens>
-ZINF_Q4_INLINE void FinishTile(const __m512 (&acc)[(kRows + 1) / 2][kTokens],
-                               const __m256 (&minimums)[kRows], float (&results)[kRows][kTokens]) {
-#pragma GCC unroll 32
-  for (int r = 0; r < kRows; ++r) {
-    alignas(32) float sums[8];
-    _mm256_store_ps(sums, minimums[r]);
-#pragma GCC unroll 16
-    for (int t = 0; t < kTokens; ++t) {
-      float low, high;
-      ReduceHalves(acc[r / 2][t], low, high);
-      results[r][t] = (r % 2 == 0 ? low : high) + sums[t];
-    }
-  }
-}
-
-// Group g's share of the next row tile (starting at row `next`): its nibbles and its scales.
+// Group g's share of the next row tile (starting at row `next`): its nibbles and its parameters.
 template <int kRows, int kBlocks>
 ZINF_Q4_INLINE void PrefetchGroupShare(const QuantRows& w, const uint8_t* next, int64_t g) {
   const char* nibbles = reinterpret_cast<const char*>(next) + g * kRows * kBlocks * 16;
@@ -108,23 +61,62 @@ ZINF_Q4_INLINE void PrefetchGroupShare(const QuantRows& w, const uint8_t* next, 
   _mm_prefetch(reinterpret_cast<const char*>(w.q4_params(next_row)) + g * kRows * 4, _MM_HINT_T0);
 }
 
-// Rows [row, row + kRows) × tokens [token, token + kTokens), groups of kBlocks blocks. An odd
-// last row is paired with itself, its second half discarded. `prefetch`, when set, is the next
-// tile's first row, fetched a group's share at a time.
-template <int kRows, int kTokens, int kBlocks>
-void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-            const uint8_t* prefetch, float (&results)[kRows][kTokens]) {
-  constexpr int kPairs = (kRows + 1) / 2;
-  const uint8_t* rows[2 * kPairs];
-  const uint16_t* params[2 * kPairs];
+// The row scales of group g for 16 lanes: `index` holds each lane's row (relative to `params`,
+// the first row's parameters) times the groups; each row's (scale, minimum) pair is one dword.
+ZINF_Q4_INLINE __m512 GatherRowScales(const uint16_t* params, __m512i index, int64_t g) {
+  const __m512i pairs = _mm512_i32gather_epi32(
+      _mm512_add_epi32(index, _mm512_set1_epi32(static_cast<int>(g))), params, 4);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+}
+
+// MinimumSum's chain for kRows rows × kTokens (≤ 8) tokens from `token`: per row, tokens in lanes.
+template <int kRows, int kTokens>
+ZINF_Q4_INLINE void MinimumChains(const Q4Activations& xa, int64_t token, const QuantRows& w,
+                                  int64_t row, float (&minimums)[kRows][8]) {
+  const auto token_mask = static_cast<__mmask8>((1u << kTokens) - 1);
+  __m256 chains[kRows];
 #pragma GCC unroll 32
-  for (int i = 0; i < 2 * kPairs; ++i) {
-    rows[i] = w.row(row + std::min(i, kRows - 1));
-    params[i] = w.q4_params(row + std::min(i, kRows - 1));
+  for (int r = 0; r < kRows; ++r) chains[r] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    const __m256 factors = _mm256_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
+#pragma GCC unroll 32
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 minimum = _mm256_set1_ps(_cvtsh_ss(w.q4_params(row + r)[2 * g + 1]));
+      chains[r] = _mm256_fmadd_ps(minimum, factors, chains[r]);
+    }
   }
-  __m512 acc[kPairs][kTokens];
-#pragma GCC unroll 64
-  for (int i = 0; i < kPairs * kTokens; ++i) acc[i / kTokens][i % kTokens] = _mm512_setzero_ps();
+#pragma GCC unroll 32
+  for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(minimums[r], chains[r]);
+}
+
+// Rows [row, row + kRows) × tokens [token, token + kTokens), groups of kBlocks blocks. Pair p of
+// token t is product a = p · kTokens + t; ReduceEight puts products 8i.. into acc[i], lane by
+// lane as ReducedRegister / ReducedHalf say. An odd last row is paired with itself, its second
+// half discarded. `prefetch`, when set, is the next tile's first row.
+template <int kRows, int kTokens, int kBlocks>
+void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
+              const uint8_t* prefetch, float (&results)[kRows][kTokens]) {
+  constexpr int kPairs = (kRows + 1) / 2;
+  constexpr int kCount = kPairs * kTokens, kChunks = (kCount + 7) / 8;
+  const uint8_t* rows[2 * kPairs];
+#pragma GCC unroll 32
+  for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.row(row + std::min(i, kRows - 1));
+  const uint16_t* params = w.q4_params(row);
+  __m512 acc[kChunks];
+  __m512i row_index[kChunks], token_index[kChunks];
+#pragma GCC unroll 8
+  for (int i = 0; i < kChunks; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    alignas(64) int rows_of[16], tokens_of[16];
+    for (int lane = 0; lane < 16; ++lane) {
+      const int a = std::min(8 * i + ReducedRegister(lane), kCount - 1);
+      const int r = std::min(2 * (a / kTokens) + ReducedHalf(lane), kRows - 1);
+      rows_of[lane] = static_cast<int>(r * w.groups);
+      tokens_of[lane] = a % kTokens;
+    }
+    row_index[i] = _mm512_load_si512(rows_of);
+    token_index[i] = _mm512_load_si512(tokens_of);
+  }
   for (int64_t g = 0; g < xa.groups; ++g) {
     if (prefetch != nullptr) PrefetchGroupShare<kRows, kBlocks>(w, prefetch, g);
     __m512i wv[kBlocks][kPairs];
@@ -134,128 +126,99 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
       for (int p = 0; p < kPairs; ++p)
         wv[j][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + j);
     }
-    __m512 scales[kPairs];
-#pragma GCC unroll 16
-    for (int p = 0; p < kPairs; ++p) scales[p] = PairScales(params[2 * p], params[2 * p + 1], g);
+    __m512i sums[kChunks * 8];
+#pragma GCC unroll 8
+    for (int i = kCount; i < kChunks * 8; ++i) sums[i] = _mm512_setzero_si512();
 #pragma GCC unroll 16
     for (int t = 0; t < kTokens; ++t) {
+      const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
       __m512i xv[kBlocks];
-      const __m512 x_scale = LoadTokenGroup<kBlocks>(xa, token + t, g, xv);
+#pragma GCC unroll 16
+      for (int j = 0; j < kBlocks; ++j) {
+        xv[j] = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
+      }
 #pragma GCC unroll 16
       for (int p = 0; p < kPairs; ++p) {
-        AccumulateGroup<kBlocks>(
-            xv, [&](int j) { return wv[j][p]; }, scales[p], x_scale, acc[p][t]);
+        __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[0][p], xv[0]);
+#pragma GCC unroll 16
+        for (int j = 1; j < kBlocks; ++j) sum = _mm512_dpbusd_epi32(sum, wv[j][p], xv[j]);
+        sums[p * kTokens + t] = sum;
       }
     }
-  }
-  // The minimums: per row, a chain over the groups, the tile's tokens in the lanes.
-  __m256 minimums[kRows];
-  const auto token_mask = static_cast<__mmask8>((1u << kTokens) - 1);
-#pragma GCC unroll 32
-  for (int r = 0; r < kRows; ++r) minimums[r] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < xa.groups; ++g) {
-    const __m256 factors = _mm256_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
-#pragma GCC unroll 32
-    for (int r = 0; r < kRows; ++r) {
-      minimums[r] =
-          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(params[r][2 * g + 1])), factors, minimums[r]);
+    const __m512 token_scales = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << kTokens) - 1),
+                                                      xa.scales + g * xa.tokens + token);
+#pragma GCC unroll 8
+    for (int i = 0; i < kChunks; ++i) {
+      const __m512 factors =
+          _mm512_mul_ps(GatherRowScales(params, row_index[i], g),
+                        _mm512_permutexvar_ps(token_index[i], token_scales));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums + 8 * i)), factors, acc[i]);
     }
   }
-  FinishTile<kRows, kTokens>(acc, minimums, results);
-}
-
-// A row tile's weights unpacked once for every token tile that passes over it (the batch path):
-// per group, each block's row pairs as 64 bytes of nibbles, each pair's scales as [a × 8 | b × 8]
-// and each row's minimum, all in f32 or bytes the tile loads as memory operands.
-template <int kRows, int kBlocks>
-struct PackedRows {
-  static constexpr int kPairs = (kRows + 1) / 2;
-  static constexpr int64_t kGroupBytes = (kBlocks + 1) * kPairs * 64 + (kRows * 4 + 63) / 64 * 64;
-  static int64_t Bytes(int64_t groups) { return groups * kGroupBytes; }
-  static const __m512i* Nibbles(const std::byte* group, int j, int p) {
-    return reinterpret_cast<const __m512i*>(group + (j * kPairs + p) * 64);
-  }
-  static const float* Scales(const std::byte* group, int p) {
-    return reinterpret_cast<const float*>(group + (kBlocks * kPairs + p) * 64);
-  }
-  static const float* Minimum(const std::byte* group, int r) {
-    return reinterpret_cast<const float*>(group + (kBlocks + 1) * kPairs * 64 + r * 4);
-  }
-};
-
-template <int kRows, int kBlocks>
-void PackRows(const QuantRows& w, int64_t row, int64_t groups, std::byte* packed) {
-  using Packed = PackedRows<kRows, kBlocks>;
-  constexpr int kPairs = Packed::kPairs;
-  const uint8_t* rows[2 * kPairs];
-  const uint16_t* params[2 * kPairs];
-  for (int i = 0; i < 2 * kPairs; ++i) {
-    rows[i] = w.row(row + std::min(i, kRows - 1));
-    params[i] = w.q4_params(row + std::min(i, kRows - 1));
-  }
-  for (int64_t g = 0; g < groups; ++g) {
-    std::byte* group = packed + g * Packed::kGroupBytes;
-    for (int j = 0; j < kBlocks; ++j) {
-      for (int p = 0; p < kPairs; ++p) {
-        _mm512_store_si512(group + (j * kPairs + p) * 64,
-                           UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + j));
-      }
-    }
-    for (int p = 0; p < kPairs; ++p)
-      _mm512_store_ps(group + (kBlocks * kPairs + p) * 64,
-                      PairScales(params[2 * p], params[2 * p + 1], g));
-    for (int r = 0; r < kRows; ++r) {
-      const float minimum = _cvtsh_ss(params[r][2 * g + 1]);
-      std::memcpy(group + (kBlocks + 1) * kPairs * 64 + r * 4, &minimum, 4);
+  float minimums[kRows][8];
+  MinimumChains<kRows, kTokens>(xa, token, w, row, minimums);
+#pragma GCC unroll 8
+  for (int i = 0; i < kChunks; ++i) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[i]);
+#pragma GCC unroll 16
+    for (int lane = 0; lane < 16; ++lane) {
+      const int a = 8 * i + ReducedRegister(lane);
+      const int r = 2 * (a / kTokens) + ReducedHalf(lane);
+      if (a < kCount && r < kRows) results[r][a % kTokens] = lanes[lane] + minimums[r][a % kTokens];
     }
   }
 }
 
-// Tokens [token, token + kTokens) over a packed row tile: Q4Tile's arithmetic.
-template <int kRows, int kTokens, int kBlocks>
-void PackedTile(const Q4Activations& xa, int64_t token, const std::byte* packed, const QuantRows& w,
-                const uint8_t* prefetch, float (&results)[kRows][kTokens]) {
-  using Packed = PackedRows<kRows, kBlocks>;
-  constexpr int kPairs = Packed::kPairs;
-  __m512 acc[kPairs][kTokens];
-#pragma GCC unroll 64
-  for (int i = 0; i < kPairs * kTokens; ++i) acc[i / kTokens][i % kTokens] = _mm512_setzero_ps();
-  __m256 minimums[kRows];
-#pragma GCC unroll 32
-  for (int r = 0; r < kRows; ++r) minimums[r] = _mm256_setzero_ps();
-  const auto token_mask = static_cast<__mmask8>((1u << kTokens) - 1);
+// Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
+// first being `token`): `unpacked` holds the rows' nibbles as bytes, `stride` apart.
+template <int kRows>
+void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations& xa,
+              int64_t token, int tokens, const uint8_t* unpacked, int64_t stride,
+              const QuantRows& w, int64_t row, float (&results)[kRows][16]) {
+  const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  __m512 acc[kRows], minimums[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) acc[r] = minimums[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
-    const std::byte* group = packed + g * Packed::kGroupBytes;
-    if (prefetch != nullptr) PrefetchGroupShare<kRows, kBlocks>(w, prefetch, g);
+    __m512i sums[kRows];
 #pragma GCC unroll 16
-    for (int t = 0; t < kTokens; ++t) {
-      __m512i xv[kBlocks];
-      const __m512 x_scale = LoadTokenGroup<kBlocks>(xa, token + t, g, xv);
+    for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
+    for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
+      const std::byte* values = lanes.block(lane_group, b);
+#pragma GCC unroll 8
+      for (int k4 = 0; k4 < 8; ++k4) {
+        const __m512i x = _mm512_load_si512(values + 64 * k4);
 #pragma GCC unroll 16
-      for (int p = 0; p < kPairs; ++p) {
-        AccumulateGroup<kBlocks>(
-            xv, [&](int j) { return *Packed::Nibbles(group, j, p); },
-            _mm512_load_ps(Packed::Scales(group, p)), x_scale, acc[p][t]);
+        for (int r = 0; r < kRows; ++r) {
+          int32_t nibbles;
+          std::memcpy(&nibbles, unpacked + r * stride + b * kQ4BlockElements + 4 * k4, 4);
+          sums[r] = _mm512_dpbusd_epi32(sums[r], _mm512_set1_epi32(nibbles), x);
+        }
       }
     }
-    const __m256 factors = _mm256_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
-#pragma GCC unroll 32
+    const __m512 token_scales = _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
+    const __m512 min_factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
+#pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      minimums[r] =
-          _mm256_fmadd_ps(_mm256_broadcast_ss(Packed::Minimum(group, r)), factors, minimums[r]);
+      const uint16_t* params = w.q4_params(row + r) + 2 * g;
+      const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(params[0])), token_scales);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), factors, acc[r]);
+      minimums[r] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(params[1])), min_factors, minimums[r]);
     }
   }
-  FinishTile<kRows, kTokens>(acc, minimums, results);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(results[r], _mm512_add_ps(acc[r], minimums[r]));
 }
 
 #undef ZINF_Q4_INLINE
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
-// Batch tiles: 6 rows × 8 tokens, 24 accumulators + a token's blocks, its scale and temporaries
-// in the 32 zmm registers, the packed weights read as memory operands. Up to 8 tokens, unpacked in
-// registers: 4 rows (16 accumulators, the two pairs' blocks and scales); one token: 16 rows.
-constexpr int kTileRows = 6, kTileTokens = 8, kFewTokenRows = 4, kDecodeRows = 16;
+// Pair tiles: one token streams 16 rows; up to 8 tokens, 4 rows. Token lanes: 8 rows.
+constexpr int kPairTokens = 8, kFewTokenRows = 4, kDecodeRows = 16, kLaneRows = 8;
 
 template <int kBlocks>
 struct Walk {
@@ -265,86 +228,108 @@ struct Walk {
   float* out;
   int64_t out_stride;
 
-  // All tokens (at most kTileTokens) over rows [r, r + kRows), unpacked in registers.
+  // Tokens [token, token + count) (count ≤ kPairTokens) over rows [r, r + kRows).
   template <int kRows>
-  void DirectTile(int64_t r, const uint8_t* prefetch) const {
+  void PairTiles(int64_t r, int64_t token, int64_t count, const uint8_t* prefetch) const {
     [&]<int... kCount>(std::integer_sequence<int, kCount...>) {
-      ((xa.tokens == kCount + 1 ? DirectTokens<kRows, kCount + 1>(r, prefetch) : void()), ...);
+      ((count == kCount + 1 ? PairTokens<kRows, kCount + 1>(r, token, prefetch) : void()), ...);
     }
-    (std::make_integer_sequence<int, kTileTokens>{});
+    (std::make_integer_sequence<int, kPairTokens>{});
   }
   template <int kRows, int kTokens>
-  void DirectTokens(int64_t r, const uint8_t* prefetch) const {
+  void PairTokens(int64_t r, int64_t token, const uint8_t* prefetch) const {
     float results[kRows][kTokens];
-    Q4Tile<kRows, kTokens, kBlocks>(xa, 0, w, r, prefetch, results);
-    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, 0);
+    PairTile<kRows, kTokens, kBlocks>(xa, token, w, r, prefetch, results);
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, token);
   }
   template <int kRows>
-  void DirectRows(int64_t row_begin, int64_t row_end) const {
+  void PairRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
     int64_t r = row_begin;
     for (; r + kRows <= row_end; r += kRows) {
       const uint8_t* next = r + 2 * kRows <= row_end ? w.row(r + kRows) : nullptr;
-      DirectTile<kRows>(r, next);
+      PairTiles<kRows>(r, token, count, next);
     }
-    for (; r + 2 <= row_end; r += 2) DirectTile<2>(r, nullptr);
-    if (r < row_end) DirectTile<1>(r, nullptr);
+    for (; r + 2 <= row_end; r += 2) PairTiles<2>(r, token, count, nullptr);
+    if (r < row_end) PairTiles<1>(r, token, count, nullptr);
   }
 
-  // Rows [r, r + kRows) for tokens [t, t_end): packed once, then whole tiles of kTileTokens and
-  // one narrower.
+  // Rows [r, r + kRows) unpacked once, then every lane group over them.
   template <int kRows>
-  void Rows(int64_t r, int64_t t, int64_t t_end, std::byte* packed, const uint8_t* prefetch) const {
-    PackRows<kRows, kBlocks>(w, r, xa.groups, packed);
-    auto tile = [&]<int kTokens>(int64_t t0) {
-      float results[kRows][kTokens];
-      PackedTile<kRows, kTokens, kBlocks>(xa, t0, packed, w, std::exchange(prefetch, nullptr),
-                                          results);
-      StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t0);
-    };
-    for (; t + kTileTokens <= t_end; t += kTileTokens) tile.template operator()<kTileTokens>(t);
-    const int64_t left = t_end - t;
-    [&]<int... kLeft>(std::integer_sequence<int, kLeft...>) {
-      ((left == kLeft + 1 ? tile.template operator()<kLeft + 1>(t) : void()), ...);
+  void LaneRows(const Q8TokenLanes& lanes, int64_t token_begin, int64_t token_end, int64_t r,
+                uint8_t* unpacked, int64_t stride) const {
+    UnpackQ4Rows(w, r, kRows, unpacked, stride);
+    for (int64_t group = 0; group < lanes.groups; ++group) {
+      const int64_t token = token_begin + group * Q8TokenLanes::kLanes;
+      const int tokens = lanes.tokens_in(group, token_end - token_begin);
+      float results[kRows][16];
+      LaneTile<kRows>(lanes, group, xa, token, tokens, unpacked, stride, w, r, results);
+      for (int i = 0; i < kRows; ++i) {
+        const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+        for (int t = 0; t < tokens; ++t) out[(token + t) * out_stride + r + i] = results[i][t] + b;
+      }
     }
-    (std::make_integer_sequence<int, kTileTokens - 1>{});
   }
 
-  void Run(int64_t row_begin, int64_t row_end) const {
-    // Few tokens: packing would cost as much as it saves.
-    if (xa.tokens == 1) return DirectRows<kDecodeRows>(row_begin, row_end);
-    if (xa.tokens <= kTileTokens) return DirectRows<kFewTokenRows>(row_begin, row_end);
-    // Grown only; 64-byte aligned for the packed vectors.
+  void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
+    const int64_t count = token_end - token_begin;
+    if (count <= 0 || row_begin >= row_end) return;
+    if (count == 1) return PairRows<kDecodeRows>(token_begin, 1, row_begin, row_end);
+    if (count <= kPairTokens) return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
+    const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
+    const int64_t stride = Q4UnpackedStride(w);
     struct alignas(64) Line {
       std::byte bytes[64];
     };
-    thread_local std::vector<Line> scratch;
-    const int64_t bytes = PackedRows<kTileRows, kBlocks>::Bytes(xa.groups);
-    if (scratch.size() * 64 < static_cast<size_t>(bytes)) scratch.resize((bytes + 63) / 64);
-    auto* packed = reinterpret_cast<std::byte*>(scratch.data());
-    const int64_t bytes_per_token = xa.groups * xa.group_size + 8;
-    const int64_t block = std::max<int64_t>(kTileTokens, kTokenBlockBytes / bytes_per_token /
-                                                             kTileTokens * kTileTokens);
-    for (int64_t t = 0; t < xa.tokens; t += block) {
-      const int64_t t_end = std::min(xa.tokens, t + block);
-      int64_t r = row_begin;
-      for (; r + kTileRows <= row_end; r += kTileRows) {
-        const uint8_t* next = r + 2 * kTileRows <= row_end ? w.row(r + kTileRows) : nullptr;
-        Rows<kTileRows>(r, t, t_end, packed, next);
-      }
-      for (; r + 2 <= row_end; r += 2) Rows<2>(r, t, t_end, packed, nullptr);
-      if (r < row_end) Rows<1>(r, t, t_end, packed, nullptr);
-    }
+    thread_local std::vector<Line> scratch;  // grown only
+    const auto bytes = static_cast<size_t>(kLaneRows * stride);
+    if (scratch.size() * 64 < bytes) scratch.resize((bytes + 63) / 64);
+    auto* unpacked = reinterpret_cast<uint8_t*>(scratch.data());
+    int64_t r = row_begin;
+    for (; r + kLaneRows <= row_end; r += kLaneRows)
+      LaneRows<kLaneRows>(lanes, token_begin, token_end, r, unpacked, stride);
+    for (; r < row_end; ++r) LaneRows<1>(lanes, token_begin, token_end, r, unpacked, stride);
   }
 };
 
 }  // namespace
 
-void MatMulQ4Avx512(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                    int64_t out_stride, int64_t row_begin, int64_t row_end) {
+int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 64 * 64; }
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride) {
+  const int64_t blocks = w.row_bytes / 16;
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* nibbles = w.row(row + r);
+    uint8_t* bytes = out + r * stride;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + b * 16));
+      const __m256i unpacked = _mm256_and_si256(
+          _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + b * kQ4BlockElements), unpacked);
+    }
+  }
+}
+#pragma GCC pop_options
+
+Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int64_t token_end) {
+  Q8Activations view;
+  view.blocks = xa.groups * xa.group_size / kQ8BlockElements;
+  view.values = xa.token_values(token_begin);
+  view.scales = nullptr;  // the int4 kernels read the group scales from xa
+  return PackQ8TokenLanes(view, token_end - token_begin, Q8TokenLanes::kLanes, 0);
+}
+
+void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
+                    const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
+                    int64_t row_begin, int64_t row_end) {
   switch (xa.group_size / kQ4BlockElements) {
-    case 1: return Walk<1>{xa, w, bias, out, out_stride}.Run(row_begin, row_end);
-    case 2: return Walk<2>{xa, w, bias, out, out_stride}.Run(row_begin, row_end);
-    default: return Walk<4>{xa, w, bias, out, out_stride}.Run(row_begin, row_end);
+    case 1:
+      return Walk<1>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
+    case 2:
+      return Walk<2>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
+    default:
+      return Walk<4>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
   }
 }
 

@@ -1,17 +1,30 @@
 // The int4-weight matrix product at the kAvx512 level (AVX-512 BW/VL/DQ + VNNI): the bits of the
 // portable kernel in cpu/matmul_q4.cpp, with the nibble × int8 sums from vpdpbusd. Call it only
-// when BestCpuIsa() is kAvx512.
+// when BestCpuIsa() is kAvx512 or above. Also the pieces the AMX kernel shares with it: the
+// tokens in lanes, and rows of nibbles unpacked to bytes.
 #pragma once
 
 #include <cstdint>
 
 #include "cpu/q4_activations.h"
+#include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "engine/backend.h"
 
 namespace zinf::cpu {
 
-void MatMulQ4Avx512(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                    int64_t out_stride, int64_t row_begin, int64_t row_end);
+// Tokens [token_begin, token_end) × rows [row_begin, row_end); token t's outputs at out + t ·
+// out_stride.
+void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
+                    const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
+                    int64_t row_begin, int64_t row_end);
+
+// Tokens [token_begin, token_end) of xa in lanes, 16 to a group (no bias, no scales).
+Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int64_t token_end);
+
+// Bytes between unpacked rows: a row's nibbles as bytes, padded to 64.
+int64_t Q4UnpackedStride(const QuantRows& w);
+// Rows [row, row + rows) as one byte per element (0..15, in element order), `stride` apart.
+void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride);
 
 }  // namespace zinf::cpu

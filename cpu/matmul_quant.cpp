@@ -16,6 +16,7 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_i8_amx.h"
 #include "cpu/matmul_i8_avx512.h"
+#include "cpu/reduce_avx2.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q8_activations.h"
 #include "cpu/quant_rows.h"
@@ -67,16 +68,6 @@ void MatMulI8Portable(const Q8Activations& xq, int64_t num_tokens, const Weight&
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-
-// Lane i of the result: the sum of v[i]'s eight lanes (integer adds, so any order is exact).
-inline __m256i SumEach(const __m256i (&v)[8]) {
-  const __m256i h0 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i h1 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
-                          _mm256_permute2x128_si256(h0, h1, 0x31));
-}
 
 // One block of kRows weight rows × kTokens tokens; product i = r · kTokens + t lands in lane i % 8
 // of acc[i / 8]. The sign moves from w to x (|w| unsigned, x · sign(w) signed): x is in

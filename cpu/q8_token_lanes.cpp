@@ -50,7 +50,7 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
           word ^= bias4;
           std::memcpy(block + 64 * k4 + 4 * lane, &word, 4);
         }
-        scales[lane] = xq.token_scales(t)[b];
+        scales[lane] = xq.scales != nullptr ? xq.token_scales(t)[b] : 0.0f;
       }
     }
   }

@@ -38,7 +38,8 @@ struct Q8TokenLanes {
 };
 
 // Packs tokens [0, num_tokens) of xq, `group_tokens` to a group, into a 64-byte-aligned buffer
-// owned by the calling thread: only ever grown, valid until the thread's next call.
+// owned by the calling thread: only ever grown, valid until the thread's next call. xq.scales may
+// be null (the int4 kernels read their group scales elsewhere): the block scales are then 0.
 Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int group_tokens,
                               uint8_t bias);
 

@@ -1,5 +1,6 @@
 // ReduceLanes (cpu_dot.h) of eight 8-lane AVX2 accumulators at once, shared by the one-query and
-// the block attention loops so that their scores round alike.
+// the block attention loops so that their scores round alike; and the integer twin the quantized
+// kernels use for exact block sums.
 #pragma once
 
 #include <immintrin.h>
@@ -29,6 +30,17 @@ inline __m256 ReduceEight(const __m256 (&acc)[8]) {
                                     _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1)));
   // sums holds 0 2 4 6 | 1 3 5 7.
   return _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Lane i of the result: the sum of v[i]'s eight int32 lanes (integer adds: any order is exact).
+// The int8 and int4 kernels' block and group sums.
+inline __m256i SumEach(const __m256i (&v)[8]) {
+  const __m256i h0 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i h1 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                          _mm256_permute2x128_si256(h0, h1, 0x31));
 }
 
 #pragma GCC pop_options

@@ -1,9 +1,8 @@
 // int4 weights under f32 compute, in the CPU backend's arithmetic (cpu/matmul_q4.cpp): the
 // activations quantized in blocks of the weights' group (QuantizeQ8), per group the exact int32
-// sums of nibble × int8 products in 8 lanes of 4 elements, fma(float(sum), scale × activation
-// scale, lane) over the groups, the lanes reduced in the CPU's order, plus the chain over the
-// groups of fma(minimum, activation scale × Σ activations, ·). So `--gpu-compute f32` gives the
-// CPU's int4 tokens.
+// sum of its nibble × int8 products, acc = fma(float(sum), scale × activation scale, acc) over
+// the groups, plus the chain over the groups of fma(minimum, activation scale × Σ activations, ·).
+// So `--gpu-compute f32` gives the CPU's int4 tokens.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -13,7 +12,7 @@ namespace zinf::cuda::kernels {
 
 namespace {
 
-constexpr int kLanes = 8;  // the CPU kernel's vector lanes, 4 elements of each 32-block each
+constexpr int kLanes = 8;  // threads per (token, row): 4 elements of each 32-block each
 
 // Element k's nibble of a row (32-element blocks: byte j holds element j low, j + 16 high).
 __device__ int Nibble(const uint8_t* row, int64_t k) {
@@ -21,7 +20,8 @@ __device__ int Nibble(const uint8_t* row, int64_t k) {
   return k % 32 < 16 ? (byte & 0x0f) : (byte >> 4);
 }
 
-// Eight threads per (token, weight row), one per CPU lane; 32 pairs per 256-thread block.
+// Eight threads per (token, weight row), each summing 4 elements of each 32-block; the group sums
+// are exact int32, so the shuffles may add them in any order. 32 pairs per 256-thread block.
 __global__ void MatMulQ4Kernel(const int8_t* __restrict__ xq, const float* __restrict__ x_scales,
                                int64_t tokens, WeightRef w, float* __restrict__ out) {
   const int lane = threadIdx.x % kLanes;
@@ -47,21 +47,18 @@ __global__ void MatMulQ4Kernel(const int8_t* __restrict__ xq, const float* __res
         }
       }
     }
-    // Σ of the group's activations, exact in int32 in any order.
-    x_sum += __shfl_xor_sync(group_mask, x_sum, 4, kLanes);
-    x_sum += __shfl_xor_sync(group_mask, x_sum, 2, kLanes);
-    x_sum += __shfl_xor_sync(group_mask, x_sum, 1, kLanes);
+    // The group's product sum and Σ of its activations, exact in int32 in any order.
+    for (int offset = 4; offset > 0; offset >>= 1) {
+      sum += __shfl_xor_sync(group_mask, sum, offset, kLanes);
+      x_sum += __shfl_xor_sync(group_mask, x_sum, offset, kLanes);
+    }
     if (active) {
       const float factor = __fmul_rn(__half2float(params[2 * g]), scales[g]);
-      acc = fmaf(static_cast<float>(sum), factor, acc);
+      acc = __fmaf_rn(static_cast<float>(sum), factor, acc);
       const float min_factor = __fmul_rn(scales[g], static_cast<float>(x_sum));
       minimums = fmaf(__half2float(params[2 * g + 1]), min_factor, minimums);
     }
   }
-  // ReduceLanes' order: (l0 + l4) + (l2 + l6), (l1 + l5) + (l3 + l7), then the two.
-  acc = __fadd_rn(acc, __shfl_down_sync(group_mask, acc, 4, kLanes));
-  acc = __fadd_rn(acc, __shfl_down_sync(group_mask, acc, 2, kLanes));
-  acc = __fadd_rn(acc, __shfl_down_sync(group_mask, acc, 1, kLanes));
   if (active && lane == 0) out[token * w.rows + row] = __fadd_rn(acc, minimums);
 }
 
