@@ -12,11 +12,13 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/q8_activations.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "cpu/tiling.h"
+#include "cpu/transpose_avx512.h"
 
 namespace zinf::cpu {
 
@@ -30,39 +32,6 @@ constexpr int64_t kMinAmxTokens = 5;
 constexpr int64_t kPrefetchBlocks = 4;
 // Blocks per span: 16 rows × 512 bytes of weights stay in L1 while the token groups pass.
 constexpr int64_t kSpanBlocks = 16;
-
-// GCC 12's tile load and store intrinsics are asm statements with neither a memory operand nor a
-// "memory" clobber, so the compiler is not told that they read or write memory. This barrier goes
-// before each tile load (the bytes it reads were written in C++) and after each tile store (its
-// sums are read in C++).
-#define ZINF_TILE_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
-
-// The tile configuration (palette 1): tmm0/1 A (16 rows × 32 bytes), tmm2/3 B (8 rows × 64
-// bytes), tmm4/5 C (16 × 16 int32).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
-TileConfig MakeTileConfig() {
-  TileConfig config;
-  for (int a : {0, 1}) {
-    config.rows[a] = kTileRows;
-    config.bytes_per_row[a] = kQ8BlockElements;
-  }
-  for (int b : {2, 3}) {
-    config.rows[b] = 8;
-    config.bytes_per_row[b] = 64;
-  }
-  for (int c : {4, 5}) {
-    config.rows[c] = kTileRows;
-    config.bytes_per_row[c] = 64;
-  }
-  return config;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
@@ -79,36 +48,6 @@ inline __attribute__((always_inline)) void AddBlock(const int32_t (&sums)[kTileR
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) {
     acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[m])), scale, acc[m]);
-  }
-}
-
-// rows[m] lane t → columns[t] lane m: unpacks, then 64-bit shuffles, then two rounds of 128-bit
-// ones (a 16 × 16 transpose in 64 shuffles, where storing element by element cost 256 scalar
-// stores a tile).
-inline __attribute__((always_inline)) void Transpose16(__m512 (&rows)[16]) {
-  __m512 t[16], u[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {  // u[4i + e], 128-bit chunk c: rows 4i..4i+3 at element 4c + e
-    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-#pragma GCC unroll 4
-  for (int e = 0; e < 4; ++e) {
-    const __m512 p0 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512 p1 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512 q0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512 q1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(3, 1, 3, 1));
-    rows[e] = _mm512_shuffle_f32x4(p0, q0, _MM_SHUFFLE(2, 0, 2, 0));
-    rows[8 + e] = _mm512_shuffle_f32x4(p0, q0, _MM_SHUFFLE(3, 1, 3, 1));
-    rows[4 + e] = _mm512_shuffle_f32x4(p1, q1, _MM_SHUFFLE(2, 0, 2, 0));
-    rows[12 + e] = _mm512_shuffle_f32x4(p1, q1, _MM_SHUFFLE(3, 1, 3, 1));
   }
 }
 
@@ -211,8 +150,7 @@ void StoreChains(const float (&chains)[kTileRows][16], const QuantRows& w, int64
 // block passes over them; the chains wait in memory between spans (same fma order).
 void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, const Weight& bias,
              float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  static const TileConfig config = MakeTileConfig();
-  _tile_loadconfig(&config);
+  _tile_loadconfig(&AmxBlockTileConfig());
   const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
   const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
   struct alignas(64) Chains {
@@ -243,7 +181,6 @@ void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, 
 }
 
 #pragma GCC diagnostic pop
-#undef ZINF_TILE_MEMORY_BARRIER
 #pragma GCC pop_options
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The int4 kernels at the portable and AVX2 levels, and the dispatch to AVX-512
-// (cpu/matmul_q4_avx512.cpp). A block of 32 elements is 16 bytes: element j in the low nibble of
+// (cpu/matmul_q4_avx512.cpp) and AMX (cpu/matmul_q4_amx.cpp). A block of 32 elements is 16 bytes: element j in the low nibble of
 // byte j, element j + 16 in the high one; nibbles are unsigned, so products with the int8
 // activations need no sign trick (AVX2: _mm256_maddubs_epi16(nibbles, x), at most 2 · 15 · 127 per
 // int16 pair, then _mm256_madd_epi16 into the lanes' int32 sums).
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cpu/dot.h"
+#include "cpu/matmul_q4_amx.h"
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
@@ -156,7 +157,9 @@ void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight
   const QuantRows rows(w);
   const Q4Activations xa =
       PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size, isa != CpuIsa::kPortable);
-  if (isa >= CpuIsa::kAvx512) {
+  if (isa == CpuIsa::kAmx) {
+    MatMulQ4Amx(xa, rows, bias, out, out_stride, row_begin, row_end);
+  } else if (isa >= CpuIsa::kAvx512) {
     MatMulQ4Avx512(xa, 0, xa.tokens, rows, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAvx2) {
     MatMulQ4Avx2(xa, rows, bias, out, out_stride, row_begin, row_end);

@@ -348,6 +348,15 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
       }
     }
   }
+  // Rows so wide that each group of 16 tokens in lanes outgrows the kernels' L2 token block.
+  const int64_t cols = 45000, rows = 18, tokens = 40;
+  QuantizedMatrix q(RandomValues(rows * cols, 54), DType::kQ4, rows, cols, 32);
+  const std::vector<float> x = RandomValues(tokens * cols, 55);
+  std::vector<float> portable(tokens * rows);
+  cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
+                           cpu::CpuIsa::kPortable);
+  INFO(cpu::CpuIsaName(isa) << " cols " << cols << " tokens " << tokens);
+  CHECK(SplitProductMatches(x, cols, tokens, q.weight, {}, rows, 0, isa, portable));
 }
 
 }  // namespace
@@ -358,6 +367,10 @@ TEST_CASE("int4 matmul: the AVX2 kernel equals the portable one bit for bit", "[
 
 TEST_CASE("int4 matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
   CheckInt4MatMulLevel(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("int4 matmul: the AMX kernel equals the portable one bit for bit", "[amx]") {
+  CheckInt4MatMulLevel(cpu::CpuIsa::kAmx);
 }
 
 namespace {

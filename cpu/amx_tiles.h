@@ -1,0 +1,47 @@
+// What the AMX kernels (int8 and int4) share: one tile configuration for products of 16 weight
+// rows × 16 tokens × a block of 32 values, and the compiler barrier their tile loads and stores
+// need.
+#pragma once
+
+#include <cstdint>
+
+namespace zinf::cpu {
+
+// GCC 12's tile load and store intrinsics are asm statements with neither a memory operand nor a
+// "memory" clobber, so the compiler is not told that they read or write memory. This barrier goes
+// before each tile load (the bytes it reads were written in C++) and after each tile store (its
+// sums are read in C++).
+#define ZINF_TILE_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
+
+// The tile configuration (palette 1) as _tile_loadconfig reads it.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// tmm0/1 A (16 weight rows × 32 bytes), tmm2/3 B (8 rows × 64 bytes: 32 values of 16 tokens in
+// lanes, cpu/q8_token_lanes.h), tmm4/5 C (16 × 16 int32).
+inline const AmxTileConfig& AmxBlockTileConfig() {
+  static const AmxTileConfig config = [] {
+    AmxTileConfig c;
+    for (int a : {0, 1}) {
+      c.rows[a] = 16;
+      c.bytes_per_row[a] = 32;
+    }
+    for (int b : {2, 3}) {
+      c.rows[b] = 8;
+      c.bytes_per_row[b] = 64;
+    }
+    for (int t : {4, 5}) {
+      c.rows[t] = 16;
+      c.bytes_per_row[t] = 64;
+    }
+    return c;
+  }();
+  return config;
+}
+
+}  // namespace zinf::cpu

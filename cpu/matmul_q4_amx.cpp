@@ -1,0 +1,233 @@
+// AMX int4 tiles. Per 16 weight rows, 16 tokens and block of 32: tmm A holds the rows' nibbles
+// unpacked to bytes (once per row tile, into a scratch), tmm B the tokens' int8 values in lanes
+// (cpu/q8_token_lanes.h), and tdpbusd (unsigned nibbles × signed values) adds the 16 × 16 exact
+// products into tmm C; a group's blocks accumulate in one C tile, so C ends holding the group
+// sums. C goes to memory, and each row's 16 sums take the portable chain's fma with row scale ×
+// token scale. Two C tiles alternate groups, so one group's products run while the previous
+// group's sums are converted.
+#include "cpu/matmul_q4_amx.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/amx_tiles.h"
+#include "cpu/matmul_q4_avx512.h"
+#include "cpu/q8_token_lanes.h"
+#include "cpu/tiling.h"
+#include "cpu/transpose_avx512.h"
+#include "engine/quantized.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+constexpr int kTileRows = 16;
+constexpr int kGroupTokens = Q8TokenLanes::kLanes;
+// Below this many tokens the 16-lane tiles are mostly padding: the AVX-512 kernel is faster.
+constexpr int64_t kMinAmxTokens = 5;
+// Blocks per span: 16 rows × 512 unpacked bytes stay in L1 while the token groups pass.
+constexpr int64_t kSpanBlocks = 16;
+
+// A row tile's parameters in f32, group-major: scales[g][m] and minimums[g][m].
+struct RowParams {
+  std::vector<float> scales, minimums;
+  void Load(const QuantRows& w, int64_t row, int64_t groups) {
+    scales.resize(groups * kTileRows);
+    minimums.resize(groups * kTileRows);
+    for (int m = 0; m < kTileRows; ++m) {
+      const uint16_t* params = w.q4_params(row + m);
+      for (int64_t g = 0; g < groups; ++g) {
+        scales[g * kTileRows + m] = F16ToF32(params[2 * g]);
+        minimums[g * kTileRows + m] = F16ToF32(params[2 * g + 1]);
+      }
+    }
+  }
+};
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// acc[m] += float(sums[m]) · (row m's scale × the tokens' scales).
+inline __attribute__((always_inline)) void AddGroup(const int32_t (&sums)[kTileRows][16],
+                                                    const float* row_scales, __m512 token_scales,
+                                                    __m512 (&acc)[kTileRows]) {
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) {
+    const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(row_scales[m]), token_scales);
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[m])), factors, acc[m]);
+  }
+}
+
+// The products of group g's blocks into C tile tmm4 (A tmm0, B tmm2) or, with kSecond, tmm5 (A
+// tmm1, B tmm3): zeroed, then one tdpbusd per block. (GCC's tile intrinsics take register
+// numbers as literals.)
+template <bool kSecond>
+inline __attribute__((always_inline)) void IssueGroup(const Q8TokenLanes& lanes, int64_t group,
+                                                      const uint8_t* unpacked, int64_t stride,
+                                                      int64_t g, int64_t blocks_per_group) {
+  ZINF_TILE_MEMORY_BARRIER();
+  if constexpr (kSecond) {
+    _tile_zero(5);
+  } else {
+    _tile_zero(4);
+  }
+  for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
+    if constexpr (kSecond) {
+      _tile_loadd(1, unpacked + b * kQ4BlockElements, stride);
+      _tile_loadd(3, lanes.block(group, b), 64);
+      _tile_dpbusd(5, 1, 3);
+    } else {
+      _tile_loadd(0, unpacked + b * kQ4BlockElements, stride);
+      _tile_loadd(2, lanes.block(group, b), 64);
+      _tile_dpbusd(4, 0, 2);
+    }
+  }
+}
+
+// Groups [g_begin, g_end) of one row tile × one token group, continuing the chains in `chains`
+// (row m's 16 token lanes). Group g's products go to tmm4 or tmm5 by parity; group g − 1's C tile
+// is stored and added while g's run.
+void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, int64_t token,
+             int tokens, const uint8_t* unpacked, int64_t stride, const RowParams& params,
+             int64_t g_begin, int64_t g_end, float (&chains)[kTileRows][16]) {
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_load_ps(chains[m]);
+  alignas(64) int32_t sums[kTileRows][16];
+  auto add = [&](int64_t g) __attribute__((always_inline)) {
+    const __m512 token_scales =
+        _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
+    AddGroup(sums, params.scales.data() + g * kTileRows, token_scales, acc);
+  };
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    if ((g - g_begin) % 2 == 0) {
+      IssueGroup<false>(lanes, group, unpacked, stride, g, blocks_per_group);
+      if (g > g_begin) {
+        _tile_stored(5, sums, 64);
+        ZINF_TILE_MEMORY_BARRIER();
+        add(g - 1);
+      }
+    } else {
+      IssueGroup<true>(lanes, group, unpacked, stride, g, blocks_per_group);
+      _tile_stored(4, sums, 64);
+      ZINF_TILE_MEMORY_BARRIER();
+      add(g - 1);
+    }
+  }
+  if (g_end > g_begin) {
+    if ((g_end - 1 - g_begin) % 2 == 0) {
+      _tile_stored(4, sums, 64);
+    } else {
+      _tile_stored(5, sums, 64);
+    }
+    ZINF_TILE_MEMORY_BARRIER();
+    add(g_end - 1);
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) _mm512_store_ps(chains[m], acc[m]);
+}
+
+// The finished chains of rows [row, row + 16) × the `tokens` tokens from `token` into out: plus
+// the minimums' chains (MinimumSum's order), then the bias.
+void StoreChains(const float (&chains)[kTileRows][16], const Q4Activations& xa, int64_t token,
+                 int tokens, const RowParams& params, const float (&bias)[kTileRows], int64_t row,
+                 float* out, int64_t out_stride) {
+  const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    const __m512 factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
+    const float* minimums = params.minimums.data() + g * kTileRows;
+#pragma GCC unroll 16
+    for (int m = 0; m < kTileRows; ++m)
+      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(minimums[m]), factors, acc[m]);
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_add_ps(_mm512_load_ps(chains[m]), acc[m]);
+  Transpose16(acc);
+  const __m512 bias_rows = _mm512_load_ps(bias);
+  for (int t = 0; t < tokens; ++t)
+    _mm512_storeu_ps(out + (token + t) * out_stride + row, _mm512_add_ps(acc[t], bias_rows));
+}
+
+// Rows [row_begin, row_end) (a multiple of 16) × tokens [0, num_tokens). Per block of token
+// groups (sized for L2) and row tile: the rows unpacked once, then the groups in spans whose rows
+// stay in L1 while every token group of the block passes over them; the chains wait in memory
+// between spans (same fma order).
+void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tokens,
+             const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
+             int64_t row_begin, int64_t row_end) {
+  _tile_loadconfig(&AmxBlockTileConfig());
+  const int64_t stride = Q4UnpackedStride(w);
+  struct alignas(64) Line {
+    std::byte bytes[64];
+  };
+  struct alignas(64) Chains {
+    float lanes[kTileRows][16];
+  };
+  thread_local std::vector<Line> scratch;  // grown only; over-aligned: allocated 64-byte aligned
+  thread_local std::vector<Chains> chains;
+  thread_local RowParams params;
+  const auto unpacked_bytes = static_cast<size_t>(kTileRows * stride);
+  if (scratch.size() * 64 < unpacked_bytes) scratch.resize((unpacked_bytes + 63) / 64);
+  auto* unpacked = reinterpret_cast<uint8_t*>(scratch.data());
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  const int64_t span_groups = std::max<int64_t>(1, kSpanBlocks / blocks_per_group);
+  const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
+  const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+  for (int64_t first = 0; first < lanes.groups; first += step) {
+    const int64_t last = std::min(lanes.groups, first + step);
+    if (static_cast<int64_t>(chains.size()) < last - first) chains.resize(last - first);
+    for (int64_t r = row_begin; r + kTileRows <= row_end; r += kTileRows) {
+      UnpackQ4Rows(w, r, kTileRows, unpacked, stride);
+      params.Load(w, r, xa.groups);
+      for (int64_t group = first; group < last; ++group) chains[group - first] = Chains{};
+      for (int64_t g = 0; g < xa.groups; g += span_groups) {
+        const int64_t g_end = std::min(xa.groups, g + span_groups);
+        for (int64_t group = first; group < last; ++group) {
+          AmxSpan(lanes, group, xa, group * kGroupTokens, lanes.tokens_in(group, num_tokens),
+                  unpacked, stride, params, g, g_end, chains[group - first].lanes);
+        }
+      }
+      alignas(64) float bias_rows[kTileRows];
+      for (int m = 0; m < kTileRows; ++m) bias_rows[m] = bias ? WeightValue(bias, r + m) : 0.0f;
+      for (int64_t group = first; group < last; ++group) {
+        StoreChains(chains[group - first].lanes, xa, group * kGroupTokens,
+                    lanes.tokens_in(group, num_tokens), params, bias_rows, r, out, out_stride);
+      }
+    }
+  }
+  _tile_release();  // so that a context switch need not save the tiles
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+}  // namespace
+
+void MatMulQ4Amx(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                 int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  const int64_t tiled_end = row_begin + (row_end - row_begin) / kTileRows * kTileRows;
+  // A last group of fewer than kMinAmxTokens tokens would cost a whole tile pass: those go to the
+  // AVX-512 kernel.
+  const int64_t rest = xa.tokens % kGroupTokens;
+  const int64_t amx_tokens = rest < kMinAmxTokens ? xa.tokens - rest : xa.tokens;
+  if (amx_tokens >= kMinAmxTokens && tiled_end > row_begin) {
+    const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, amx_tokens);
+    AmxWalk(lanes, xa, amx_tokens, w, bias, out, out_stride, row_begin, tiled_end);
+    MatMulQ4Avx512(xa, amx_tokens, xa.tokens, w, bias, out, out_stride, row_begin, tiled_end);
+    row_begin = tiled_end;
+  }
+  MatMulQ4Avx512(xa, 0, xa.tokens, w, bias, out, out_stride, row_begin, row_end);
+}
+
+}  // namespace zinf::cpu
