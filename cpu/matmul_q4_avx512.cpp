@@ -61,12 +61,13 @@ ZINF_Q4_INLINE void PrefetchGroupShare(const QuantRows& w, const uint8_t* next, 
   _mm_prefetch(reinterpret_cast<const char*>(w.q4_params(next_row)) + g * kRows * 4, _MM_HINT_T0);
 }
 
-// The row scales of group g for 16 lanes: `index` holds each lane's row (relative to `params`,
-// the first row's parameters) times the groups; each row's (scale, minimum) pair is one dword.
-ZINF_Q4_INLINE __m512 GatherRowScales(const uint16_t* params, __m512i index, int64_t g) {
-  const __m512i pairs = _mm512_i32gather_epi32(
-      _mm512_add_epi32(index, _mm512_set1_epi32(static_cast<int>(g))), params, 4);
-  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+// The tile's row scales of group g, row r in lane r (F16C converts what F16ToF32 would).
+template <int kRows>
+ZINF_Q4_INLINE __m512 TileRowScales(const uint16_t* const (&params)[kRows], int64_t g) {
+  alignas(64) float scales[16] = {};
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) scales[r] = _cvtsh_ss(params[r][2 * g]);
+  return _mm512_load_ps(scales);
 }
 
 // MinimumSum's chain for kRows rows × kTokens (≤ 8) tokens from `token`: per row, tokens in lanes.
@@ -101,7 +102,9 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   const uint8_t* rows[2 * kPairs];
 #pragma GCC unroll 32
   for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.row(row + std::min(i, kRows - 1));
-  const uint16_t* params = w.q4_params(row);
+  const uint16_t* params[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) params[r] = w.q4_params(row + r);
   __m512 acc[kChunks];
   __m512i row_index[kChunks], token_index[kChunks];
 #pragma GCC unroll 8
@@ -111,7 +114,7 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
     for (int lane = 0; lane < 16; ++lane) {
       const int a = std::min(8 * i + ReducedRegister(lane), kCount - 1);
       const int r = std::min(2 * (a / kTokens) + ReducedHalf(lane), kRows - 1);
-      rows_of[lane] = static_cast<int>(r * w.groups);
+      rows_of[lane] = r;
       tokens_of[lane] = a % kTokens;
     }
     row_index[i] = _mm512_load_si512(rows_of);
@@ -148,11 +151,11 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
     }
     const __m512 token_scales = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << kTokens) - 1),
                                                       xa.scales + g * xa.tokens + token);
+    const __m512 row_scales = TileRowScales<kRows>(params, g);
 #pragma GCC unroll 8
     for (int i = 0; i < kChunks; ++i) {
-      const __m512 factors =
-          _mm512_mul_ps(GatherRowScales(params, row_index[i], g),
-                        _mm512_permutexvar_ps(token_index[i], token_scales));
+      const __m512 factors = _mm512_mul_ps(_mm512_permutexvar_ps(row_index[i], row_scales),
+                                           _mm512_permutexvar_ps(token_index[i], token_scales));
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums + 8 * i)), factors, acc[i]);
     }
   }
