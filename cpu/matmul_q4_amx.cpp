@@ -31,35 +31,45 @@ constexpr int64_t kMinAmxTokens = 5;
 // Blocks per span: 16 rows × 512 unpacked bytes stay in L1 while the token groups pass.
 constexpr int64_t kSpanBlocks = 16;
 
-// A row tile's parameters in f32, group-major: scales[g][m] and minimums[g][m].
-struct RowParams {
-  std::vector<float> scales, minimums;
-  void Load(const QuantRows& w, int64_t row, int64_t groups) {
-    scales.resize(groups * kTileRows);
-    minimums.resize(groups * kTileRows);
-    for (int m = 0; m < kTileRows; ++m) {
-      const uint16_t* params = w.q4_params(row + m);
-      for (int64_t g = 0; g < groups; ++g) {
-        scales[g * kTileRows + m] = F16ToF32(params[2 * g]);
-        minimums[g * kTileRows + m] = F16ToF32(params[2 * g + 1]);
-      }
-    }
-  }
-};
-
 #pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// acc[m] += float(sums[m]) · (row m's scale × the tokens' scales).
+// A row tile's parameters in f32, row-major: scales[m][g] and minimums[m][g]. A row's (scale,
+// minimum) pairs are consecutive dwords, 16 groups converted at a time (F16C converts what
+// F16ToF32 would).
+struct RowParams {
+  std::vector<float> scales, minimums;
+  int64_t groups = 0;
+  void Load(const QuantRows& w, int64_t row, int64_t num_groups) {
+    groups = (num_groups + 15) / 16 * 16;
+    scales.resize(groups * kTileRows);
+    minimums.resize(groups * kTileRows);
+    for (int m = 0; m < kTileRows; ++m) {
+      const uint16_t* params = w.q4_params(row + m);
+      for (int64_t g = 0; g < num_groups; g += 16) {
+        const auto mask = static_cast<__mmask16>(
+            num_groups - g >= 16 ? 0xffff : (1u << (num_groups - g)) - 1);
+        const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params + 2 * g);
+        _mm512_storeu_ps(&scales[m * groups + g], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs)));
+        _mm512_storeu_ps(&minimums[m * groups + g],
+                         _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16))));
+      }
+    }
+  }
+  float scale(int m, int64_t g) const { return scales[m * groups + g]; }
+  float minimum(int m, int64_t g) const { return minimums[m * groups + g]; }
+};
+
+// acc[m] += float(sums[m]) · (row m's scale of group g × the tokens' scales).
 inline __attribute__((always_inline)) void AddGroup(const int32_t (&sums)[kTileRows][16],
-                                                    const float* row_scales, __m512 token_scales,
-                                                    __m512 (&acc)[kTileRows]) {
+                                                    const RowParams& params, int64_t g,
+                                                    __m512 token_scales, __m512 (&acc)[kTileRows]) {
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) {
-    const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(row_scales[m]), token_scales);
+    const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(params.scale(m, g)), token_scales);
     acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[m])), factors, acc[m]);
   }
 }
@@ -105,7 +115,7 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, 
   auto add = [&](int64_t g) __attribute__((always_inline)) {
     const __m512 token_scales =
         _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
-    AddGroup(sums, params.scales.data() + g * kTileRows, token_scales, acc);
+    AddGroup(sums, params, g, token_scales, acc);
   };
   for (int64_t g = g_begin; g < g_end; ++g) {
     if ((g - g_begin) % 2 == 0) {
@@ -146,10 +156,9 @@ void StoreChains(const float (&chains)[kTileRows][16], const Q4Activations& xa, 
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
     const __m512 factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
-    const float* minimums = params.minimums.data() + g * kTileRows;
 #pragma GCC unroll 16
     for (int m = 0; m < kTileRows; ++m)
-      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(minimums[m]), factors, acc[m]);
+      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(params.minimum(m, g)), factors, acc[m]);
   }
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_add_ps(_mm512_load_ps(chains[m]), acc[m]);

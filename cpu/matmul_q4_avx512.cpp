@@ -299,13 +299,27 @@ struct Walk {
 int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 64 * 64; }
 
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,avx512f,avx512bw")
 void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride) {
   const int64_t blocks = w.row_bytes / 16;
+  // Two blocks per step: [b0 | b0 | b1 | b1] in 128-bit lanes, the second copy of each shifted
+  // right by 4 (16-bit shifts; the mask drops the neighbour byte's bits): 64 unpacked bytes.
+  const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
+                                          0x0004000400040004, 0x0004000400040004, 0, 0);
+  const __m512i spread = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
   for (int r = 0; r < rows; ++r) {
     const uint8_t* nibbles = w.row(row + r);
     uint8_t* bytes = out + r * stride;
-    for (int64_t b = 0; b < blocks; ++b) {
+    int64_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const __m512i two = _mm512_permutexvar_epi64(
+          spread, _mm512_castsi256_si512(
+                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + b * 16))));
+      _mm512_storeu_si512(bytes + b * kQ4BlockElements,
+                          _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
+    }
+    for (; b < blocks; ++b) {
       const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + b * 16));
       const __m256i unpacked = _mm256_and_si256(
           _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
