@@ -13,6 +13,15 @@ namespace zinf::cpu {
 // sums are read in C++).
 #define ZINF_TILE_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
 
+// Weight rows and token lanes per tile product.
+inline constexpr int kAmxTileRows = 16;
+inline constexpr int kAmxGroupTokens = 16;
+// Below this many tokens the 16-lane tiles are mostly padding: the AVX-512 kernels are faster.
+inline constexpr int64_t kMinAmxTokens = 5;
+// Blocks per span: 16 rows × 512 bytes of (unpacked) weights stay in L1 while the token groups
+// pass.
+inline constexpr int64_t kAmxSpanBlocks = 16;
+
 // The tile configuration (palette 1) as _tile_loadconfig reads it.
 struct alignas(64) AmxTileConfig {
   uint8_t palette = 1;

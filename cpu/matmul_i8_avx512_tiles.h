@@ -146,17 +146,9 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
       wv[p] = LoadRowPairMasked(rows[2 * p] + k, rows[2 * p + 1] + k, mask);
     block(wv, whole);
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < kGroups; ++g) {
-    alignas(64) float sums[16];
-    _mm512_store_ps(sums, acc[g]);
-#pragma GCC unroll 16
-    for (int lane = 0; lane < 16; ++lane) {
-      const int a = 8 * g + ReducedRegister(lane);
-      const int r = 2 * (a / kTokens) + ReducedHalf(lane);
-      if (a < kCount && r < kRows) results[r][a % kTokens] = sums[lane] * w.i8_scale(row + r);
-    }
-  }
+  ForEachPairTileLane<kRows, kTokens>(acc, [&](int r, int t, float value) {
+    results[r][t] = value * w.i8_scale(row + r);
+  });
 }
 
 // Token lanes: rows [row, row + kRows) × the (at most 15) tokens of one group, packed with bias

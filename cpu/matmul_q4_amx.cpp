@@ -24,12 +24,10 @@ namespace zinf::cpu {
 
 namespace {
 
-constexpr int kTileRows = 16;
-constexpr int kGroupTokens = Q8TokenLanes::kLanes;
-// Below this many tokens the 16-lane tiles are mostly padding: the AVX-512 kernel is faster.
-constexpr int64_t kMinAmxTokens = 5;
-// Blocks per span: 16 rows × 512 unpacked bytes stay in L1 while the token groups pass.
-constexpr int64_t kSpanBlocks = 16;
+constexpr int kTileRows = kAmxTileRows;
+constexpr int kGroupTokens = kAmxGroupTokens;
+static_assert(kGroupTokens == Q8TokenLanes::kLanes);
+constexpr int64_t kSpanBlocks = kAmxSpanBlocks;
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")

@@ -161,17 +161,9 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   }
   float minimums[kRows][8];
   MinimumChains<kRows, kTokens>(xa, token, w, row, minimums);
-#pragma GCC unroll 8
-  for (int i = 0; i < kChunks; ++i) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, acc[i]);
-#pragma GCC unroll 16
-    for (int lane = 0; lane < 16; ++lane) {
-      const int a = 8 * i + ReducedRegister(lane);
-      const int r = 2 * (a / kTokens) + ReducedHalf(lane);
-      if (a < kCount && r < kRows) results[r][a % kTokens] = lanes[lane] + minimums[r][a % kTokens];
-    }
-  }
+  ForEachPairTileLane<kRows, kTokens>(acc, [&](int r, int t, float value) {
+    results[r][t] = value + minimums[r][t];
+  });
 }
 
 // Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
@@ -300,6 +292,10 @@ int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 6
 
 #pragma GCC push_options
 #pragma GCC target("avx2,avx512f,avx512bw")
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride) {
   const int64_t blocks = w.row_bytes / 16;
   // Two blocks per step: [b0 | b0 | b1 | b1] in 128-bit lanes, the second copy of each shifted
@@ -327,6 +323,7 @@ void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64
     }
   }
 }
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int64_t token_end) {

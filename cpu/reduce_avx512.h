@@ -40,6 +40,25 @@ ZINF_REDUCE_INLINE __m512i ReduceEight(const __m512i* v) {
 constexpr int ReducedRegister(int lane) { return 2 * (lane % 4) + lane / 8; }
 constexpr int ReducedHalf(int lane) { return lane / 4 % 2; }
 
+// Calls fn(row, token, value) for every product of a row-pair tile (kRows rows, kTokens tokens)
+// whose ReduceEight results are in acc: chunk i, lane `lane` holds product a = 8i +
+// ReducedRegister(lane) (pair a / kTokens, token a % kTokens), row 2 · pair + ReducedHalf(lane);
+// lanes past the products or rows are skipped.
+template <int kRows, int kTokens, int kChunks, typename Fn>
+ZINF_REDUCE_INLINE void ForEachPairTileLane(const __m512 (&acc)[kChunks], Fn&& fn) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kChunks; ++i) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[i]);
+#pragma GCC unroll 16
+    for (int lane = 0; lane < 16; ++lane) {
+      const int a = 8 * i + ReducedRegister(lane);
+      const int r = 2 * (a / (kTokens)) + ReducedHalf(lane);
+      if (a < ((kRows + 1) / 2) * kTokens && r < kRows) fn(r, a % kTokens, lanes[lane]);
+    }
+  }
+}
+
 #undef ZINF_REDUCE_INLINE
 #pragma GCC pop_options
 
