@@ -115,30 +115,25 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, 
         _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
     AddGroup(sums, params, g, token_scales, acc);
   };
-  for (int64_t g = g_begin; g < g_end; ++g) {
+  // Group g's C tile by parity: tmm4 for even offsets from g_begin, tmm5 for odd ones.
+  auto store_and_add = [&](int64_t g) __attribute__((always_inline)) {
     if ((g - g_begin) % 2 == 0) {
-      IssueGroup<false>(lanes, group, unpacked, stride, g, blocks_per_group);
-      if (g > g_begin) {
-        _tile_stored(5, sums, 64);
-        ZINF_TILE_MEMORY_BARRIER();
-        add(g - 1);
-      }
-    } else {
-      IssueGroup<true>(lanes, group, unpacked, stride, g, blocks_per_group);
-      _tile_stored(4, sums, 64);
-      ZINF_TILE_MEMORY_BARRIER();
-      add(g - 1);
-    }
-  }
-  if (g_end > g_begin) {
-    if ((g_end - 1 - g_begin) % 2 == 0) {
       _tile_stored(4, sums, 64);
     } else {
       _tile_stored(5, sums, 64);
     }
     ZINF_TILE_MEMORY_BARRIER();
-    add(g_end - 1);
+    add(g);
+  };
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    if ((g - g_begin) % 2 == 0) {
+      IssueGroup<false>(lanes, group, unpacked, stride, g, blocks_per_group);
+    } else {
+      IssueGroup<true>(lanes, group, unpacked, stride, g, blocks_per_group);
+    }
+    if (g > g_begin) store_and_add(g - 1);
   }
+  if (g_end > g_begin) store_and_add(g_end - 1);
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) _mm512_store_ps(chains[m], acc[m]);
 }
@@ -175,18 +170,13 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
              int64_t row_begin, int64_t row_end) {
   _tile_loadconfig(&AmxBlockTileConfig());
   const int64_t stride = Q4UnpackedStride(w);
-  struct alignas(64) Line {
-    std::byte bytes[64];
-  };
   struct alignas(64) Chains {
     float lanes[kTileRows][16];
   };
-  thread_local std::vector<Line> scratch;  // grown only; over-aligned: allocated 64-byte aligned
-  thread_local std::vector<Chains> chains;
+  thread_local std::vector<Chains> chains;  // grown only; over-aligned: allocated 64-byte aligned
   thread_local RowParams params;
-  const auto unpacked_bytes = static_cast<size_t>(kTileRows * stride);
-  if (scratch.size() * 64 < unpacked_bytes) scratch.resize((unpacked_bytes + 63) / 64);
-  auto* unpacked = reinterpret_cast<uint8_t*>(scratch.data());
+  auto* unpacked = reinterpret_cast<uint8_t*>(
+      AlignedThreadScratch<RowParams>(static_cast<size_t>(kTileRows * stride)));
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
   const int64_t span_groups = std::max<int64_t>(1, kSpanBlocks / blocks_per_group);
   const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);

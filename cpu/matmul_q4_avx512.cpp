@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 #include "cpu/reduce_avx512.h"
 #include "cpu/tiling.h"
@@ -41,13 +40,6 @@ ZINF_Q4_INLINE __m512i UnpackPair(const uint8_t* a, const uint8_t* b, int64_t bl
   both = _mm512_mask_broadcast_i32x4(
       both, 0xff00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * block)));
   return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0f));
-}
-
-// Block b of a row as 32 bytes of nibbles in element order.
-ZINF_Q4_INLINE __m256i UnpackBlock(const uint8_t* row, int64_t b) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * 16));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes),
-                          _mm256_set1_epi8(0x0f));
 }
 
 // Group g's share of the next row tile (starting at row `next`): its nibbles and its parameters.
@@ -272,13 +264,8 @@ struct Walk {
     if (count <= kPairTokens) return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
     const int64_t stride = Q4UnpackedStride(w);
-    struct alignas(64) Line {
-      std::byte bytes[64];
-    };
-    thread_local std::vector<Line> scratch;  // grown only
-    const auto bytes = static_cast<size_t>(kLaneRows * stride);
-    if (scratch.size() * 64 < bytes) scratch.resize((bytes + 63) / 64);
-    auto* unpacked = reinterpret_cast<uint8_t*>(scratch.data());
+    auto* unpacked = reinterpret_cast<uint8_t*>(
+        AlignedThreadScratch<Walk>(static_cast<size_t>(kLaneRows * stride)));
     int64_t r = row_begin;
     for (; r + kLaneRows <= row_end; r += kLaneRows)
       LaneRows<kLaneRows>(lanes, token_begin, token_end, r, unpacked, stride);
@@ -291,7 +278,7 @@ struct Walk {
 int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 64 * 64; }
 
 #pragma GCC push_options
-#pragma GCC target("avx2,avx512f,avx512bw")
+#pragma GCC target("avx2,avx512f,avx512bw,avx512vl")
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -307,19 +294,14 @@ void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64
   for (int r = 0; r < rows; ++r) {
     const uint8_t* nibbles = w.row(row + r);
     uint8_t* bytes = out + r * stride;
-    int64_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
+    for (int64_t b = 0; b < blocks; b += 2) {
+      // A last odd block: half the bytes read, half the unpacked ones written.
+      const bool pair = b + 2 <= blocks;
       const __m512i two = _mm512_permutexvar_epi64(
-          spread, _mm512_castsi256_si512(
-                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + b * 16))));
-      _mm512_storeu_si512(bytes + b * kQ4BlockElements,
-                          _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
-    }
-    for (; b < blocks; ++b) {
-      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + b * 16));
-      const __m256i unpacked = _mm256_and_si256(
-          _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + b * kQ4BlockElements), unpacked);
+          spread, _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(pair ? ~0u : 0xffffu,
+                                                                   nibbles + b * 16)));
+      _mm512_mask_storeu_epi8(bytes + b * kQ4BlockElements, pair ? ~0ull : 0xffffffffull,
+                              _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
     }
   }
 }

@@ -2,23 +2,10 @@
 #include "cpu/q8_token_lanes.h"
 
 #include <cstring>
-#include <vector>
+
+#include "cpu/tiling.h"
 
 namespace zinf::cpu {
-
-namespace {
-
-// Grown only; 64-byte aligned for the kernels' vector loads.
-std::byte* ThreadBuffer(size_t bytes) {
-  struct alignas(64) Line {
-    std::byte bytes[64];
-  };
-  thread_local std::vector<Line> lines;
-  if (lines.size() * 64 < bytes) lines.resize((bytes + 63) / 64);
-  return reinterpret_cast<std::byte*>(lines.data());
-}
-
-}  // namespace
 
 Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int group_tokens,
                               uint8_t bias) {
@@ -27,7 +14,7 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
   lanes.group_tokens = group_tokens;
   lanes.groups = (num_tokens + group_tokens - 1) / group_tokens;
   std::byte* out =
-      ThreadBuffer(static_cast<size_t>(lanes.groups * xq.blocks) * Q8TokenLanes::kBlockBytes);
+      AlignedThreadScratch<Q8TokenLanes>(static_cast<size_t>(lanes.groups * xq.blocks) * Q8TokenLanes::kBlockBytes);
   lanes.data = out;
   uint32_t bias4;
   std::memset(&bias4, bias, 4);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cpu/matmul.h"
 
@@ -13,6 +15,19 @@ namespace zinf::cpu {
 
 // Activation bytes per token block: most of a 2 MiB L2, leaving room for the weight rows.
 inline constexpr int64_t kTokenBlockBytes = int64_t{768} << 10;
+
+// At least `bytes` of 64-byte-aligned scratch owned by the calling thread, one buffer per Owner
+// (buffers alive at the same time need different owners). Grown only, so the step loop stops
+// allocating once it has seen its largest call; valid until the thread's next call for Owner.
+template <typename Owner>
+std::byte* AlignedThreadScratch(size_t bytes) {
+  struct alignas(64) Line {
+    std::byte bytes[64];
+  };
+  thread_local std::vector<Line> lines;
+  if (lines.size() * 64 < bytes) lines.resize((bytes + 63) / 64);
+  return reinterpret_cast<std::byte*>(lines.data());
+}
 
 // Calls tile.template operator()<R, T>(row, token) for every tile covering rows
 // [row_begin, row_end) × tokens [0, num_tokens). A lone token uses kDecodeRows-row tiles (more
