@@ -2,6 +2,7 @@
 #include "model_formats/atomic_output_file.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,6 +46,30 @@ AtomicOutputFile::~AtomicOutputFile() {
     ::close(fd_);
     ::unlink(temp_path_.c_str());
   }
+}
+
+void AtomicOutputFile::Reserve(uint64_t bytes) {
+  ZINF_CHECK(fd_ >= 0, "reserve for {} after commit", final_path_);
+  if (bytes == 0) return;
+  auto fail_no_room = [&](uint64_t free_bytes) {
+    Fail("cannot write {}: it needs {:.2f} GB and its file system has {:.2f} GB free; free some "
+         "space or choose a directory on another disk",
+         final_path_, static_cast<double>(bytes) / 1e9, static_cast<double>(free_bytes) / 1e9);
+  };
+  // The free-space test first: fallocate past the free space can fill the disk before failing.
+  struct statvfs file_system {};
+  if (::fstatvfs(fd_, &file_system) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(file_system.f_bavail) * file_system.f_frsize;
+    if (bytes > free_bytes) fail_no_room(free_bytes);
+  }
+  // Reserving the blocks also keeps another writer from taking them meanwhile. KEEP_SIZE: the
+  // file's size still grows only as bytes are written.
+  if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) == 0) return;
+  const int error = errno;
+  if (error == ENOSPC || error == EFBIG) fail_no_room(0);
+  // File systems without fallocate: the free-space test above is all there is.
+  if (error != EOPNOTSUPP && error != ENOSYS)
+    Fail("cannot reserve {} bytes for {}: {}", bytes, temp_path_, std::strerror(error));
 }
 
 void AtomicOutputFile::Write(std::span<const std::byte> bytes) {

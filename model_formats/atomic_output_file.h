@@ -20,6 +20,9 @@ class AtomicOutputFile {
   AtomicOutputFile(const AtomicOutputFile&) = delete;
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
+  // Sets aside `bytes` of disk for the file before it is written, so a destination without room
+  // fails at once — naming the size and what is free — rather than after hours of writing.
+  void Reserve(uint64_t bytes);
   void Write(std::span<const std::byte> bytes);
   void WriteZeros(uint64_t count);
   uint64_t bytes_written() const { return bytes_written_; }

@@ -68,6 +68,7 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
                       const std::function<void(uint64_t, uint64_t)>& progress, int producers) {
   AtomicOutputFile file(path);
   const uint64_t total_bytes = PaddedFileBytes(extents);
+  file.Reserve(total_bytes);
   auto finish_extent = [&](ExtentInfo& extent) {
     file.WriteZeros(extent.padded_bytes - extent.size_bytes);  // not part of the checksum
     if (progress) progress(file.bytes_written(), total_bytes);
