@@ -15,6 +15,7 @@
 
 #include "cpu/reduce_avx512.h"
 #include "cpu/tiling.h"
+#include "cpu/transpose_avx512.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
@@ -158,6 +159,97 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   });
 }
 
+// One token (decode): 16 rows, ReduceEight's lane l holding row DecodeLaneRow(l). The rows'
+// parameters are converted 16 groups at a time and transposed into that lane order, so a group
+// costs one load for its scales and one fma for the minimums' chain (lanes are rows) where
+// converting them one by one cost more than the products.
+constexpr int kDecodeRows = 16;
+constexpr int DecodeLaneRow(int lane) { return 2 * ReducedRegister(lane) + ReducedHalf(lane); }
+
+// Groups [g0, g0 + count) (count ≤ 16): scales[j] lane l = row DecodeLaneRow(l)'s scale of group
+// g0 + j, minimums likewise (F16C converts what F16ToF32 would).
+ZINF_Q4_INLINE void LaneOrderedParams(const uint16_t* const (&params)[kDecodeRows], int64_t g0,
+                                      int count, float (&scales)[16][16],
+                                      float (&minimums)[16][16]) {
+  const auto mask = static_cast<__mmask16>((1u << count) - 1);
+  __m512 vectors[16];
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; ++l) {
+    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params[DecodeLaneRow(l)] + 2 * g0);
+    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+  }
+  Transpose16(vectors);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) _mm512_store_ps(scales[j], vectors[j]);
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; ++l) {
+    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params[DecodeLaneRow(l)] + 2 * g0);
+    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
+  }
+  Transpose16(vectors);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) _mm512_store_ps(minimums[j], vectors[j]);
+}
+
+// Rows [row, row + 16) × token `token`: PairTile<16, 1, kBlocks>'s arithmetic. `prefetch`, when
+// set, is the next tile's first row.
+template <int kBlocks>
+void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
+                const uint8_t* prefetch, float (&results)[kDecodeRows][1]) {
+  constexpr int kPairs = kDecodeRows / 2;
+  const uint8_t* rows[kDecodeRows];
+  const uint16_t* params[kDecodeRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kDecodeRows; ++r) {
+    rows[r] = w.row(row + r);
+    params[r] = w.q4_params(row + r);
+  }
+  const char* next_params =
+      prefetch != nullptr ? reinterpret_cast<const char*>(w.q4_params(row + kDecodeRows)) : nullptr;
+  const int8_t* x = xa.token_values(token);
+  __m512 acc = _mm512_setzero_ps(), minimum_chain = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
+    const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
+    alignas(64) float scales[16][16], minimums[16][16];
+    LaneOrderedParams(params, g0, count, scales, minimums);
+    for (int j = 0; j < count; ++j) {
+      const int64_t g = g0 + j;
+      if (prefetch != nullptr) {
+        const char* nibbles = reinterpret_cast<const char*>(prefetch) + g * kDecodeRows * kBlocks * 16;
+#pragma GCC unroll 4
+        for (int line = 0; line < kDecodeRows * kBlocks * 16 / 64; ++line)
+          _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
+        _mm_prefetch(next_params + g * kDecodeRows * 4, _MM_HINT_T0);
+      }
+      __m512i xv[kBlocks];
+#pragma GCC unroll 4
+      for (int b = 0; b < kBlocks; ++b) {
+        xv[b] = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(x + (g * kBlocks + b) * kQ4BlockElements)));
+      }
+      __m512i sums[kPairs];
+#pragma GCC unroll 8
+      for (int p = 0; p < kPairs; ++p) {
+        sums[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                      UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks), xv[0]);
+#pragma GCC unroll 4
+        for (int b = 1; b < kBlocks; ++b) {
+          sums[p] = _mm512_dpbusd_epi32(
+              sums[p], UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b), xv[b]);
+        }
+      }
+      const __m512 factors = _mm512_mul_ps(_mm512_load_ps(scales[j]), _mm512_set1_ps(xa.scale(token, g)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc);
+      minimum_chain = _mm512_fmadd_ps(_mm512_load_ps(minimums[j]),
+                                      _mm512_set1_ps(xa.min_factor(token, g)), minimum_chain);
+    }
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(acc, minimum_chain));
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][0] = lanes[l];
+}
+
 // Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
 // first being `token`): `unpacked` holds the rows' nibbles as bytes, `stride` apart.
 template <int kRows>
@@ -204,8 +296,8 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
-// Pair tiles: one token streams 16 rows; up to 8 tokens, 4 rows. Token lanes: 8 rows.
-constexpr int kPairTokens = 8, kFewTokenRows = 4, kDecodeRows = 16, kLaneRows = 8;
+// Pair tiles: up to 8 tokens, 4 rows (one token: DecodeTile's 16). Token lanes: 8 rows.
+constexpr int kPairTokens = 8, kFewTokenRows = 4, kLaneRows = 8;
 
 template <int kBlocks>
 struct Walk {
@@ -240,6 +332,17 @@ struct Walk {
     if (r < row_end) PairTiles<1>(r, token, count, nullptr);
   }
 
+  void DecodeRows(int64_t token, int64_t row_begin, int64_t row_end) const {
+    int64_t r = row_begin;
+    for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
+      const uint8_t* next = r + 2 * kDecodeRows <= row_end ? w.row(r + kDecodeRows) : nullptr;
+      float results[kDecodeRows][1];
+      DecodeTile<kBlocks>(xa, token, w, r, next, results);
+      StoreTile<kDecodeRows, 1>(results, bias, out, out_stride, r, token);
+    }
+    PairRows<2>(token, 1, r, row_end);
+  }
+
   // Rows [r, r + kRows) unpacked once, then every lane group over them.
   template <int kRows>
   void LaneRows(const Q8TokenLanes& lanes, int64_t token_begin, int64_t token_end, int64_t r,
@@ -260,7 +363,7 @@ struct Walk {
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
-    if (count == 1) return PairRows<kDecodeRows>(token_begin, 1, row_begin, row_end);
+    if (count == 1) return DecodeRows(token_begin, row_begin, row_end);
     if (count <= kPairTokens) return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
     const int64_t stride = Q4UnpackedStride(w);
