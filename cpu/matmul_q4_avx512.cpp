@@ -159,10 +159,11 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   });
 }
 
-// One token (decode): 16 rows, ReduceEight's lane l holding row DecodeLaneRow(l). The rows'
-// parameters are converted 16 groups at a time and transposed into that lane order, so a group
-// costs one load for its scales and one fma for the minimums' chain (lanes are rows) where
-// converting them one by one cost more than the products.
+// Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
+// DecodeLaneRow(l). The rows' parameters are converted 16 groups at a time and transposed into
+// that lane order, so a group costs one load for its scales and one fma per token for the
+// minimums' chain (lanes are rows) where converting them one by one cost more than the products;
+// the unpacked nibbles serve every token of the tile.
 constexpr int kDecodeRows = 16;
 constexpr int DecodeLaneRow(int lane) { return 2 * ReducedRegister(lane) + ReducedHalf(lane); }
 
@@ -191,11 +192,11 @@ ZINF_Q4_INLINE void LaneOrderedParams(const uint16_t* const (&params)[kDecodeRow
   for (int j = 0; j < 16; ++j) _mm512_store_ps(minimums[j], vectors[j]);
 }
 
-// Rows [row, row + 16) × token `token`: PairTile<16, 1, kBlocks>'s arithmetic. `prefetch`, when
-// set, is the next tile's first row.
-template <int kBlocks>
+// Rows [row, row + 16) × tokens [token, token + kTokens): PairTile's arithmetic per row and
+// token. `prefetch`, when set, is the next tile's first row.
+template <int kBlocks, int kTokens>
 void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-                const uint8_t* prefetch, float (&results)[kDecodeRows][1]) {
+                const uint8_t* prefetch, float (&results)[kDecodeRows][kTokens]) {
   constexpr int kPairs = kDecodeRows / 2;
   const uint8_t* rows[kDecodeRows];
   const uint16_t* params[kDecodeRows];
@@ -206,8 +207,9 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
   }
   const char* next_params =
       prefetch != nullptr ? reinterpret_cast<const char*>(w.q4_params(row + kDecodeRows)) : nullptr;
-  const int8_t* x = xa.token_values(token);
-  __m512 acc = _mm512_setzero_ps(), minimum_chain = _mm512_setzero_ps();
+  __m512 acc[kTokens], minimum_chains[kTokens];
+#pragma GCC unroll 4
+  for (int t = 0; t < kTokens; ++t) acc[t] = minimum_chains[t] = _mm512_setzero_ps();
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
     const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
     alignas(64) float scales[16][16], minimums[16][16];
@@ -215,39 +217,56 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
     for (int j = 0; j < count; ++j) {
       const int64_t g = g0 + j;
       if (prefetch != nullptr) {
-        const char* nibbles = reinterpret_cast<const char*>(prefetch) + g * kDecodeRows * kBlocks * 16;
+        const char* nibbles =
+            reinterpret_cast<const char*>(prefetch) + g * kDecodeRows * kBlocks * 16;
 #pragma GCC unroll 4
         for (int line = 0; line < kDecodeRows * kBlocks * 16 / 64; ++line)
           _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
         _mm_prefetch(next_params + g * kDecodeRows * 4, _MM_HINT_T0);
       }
-      __m512i xv[kBlocks];
+      // One token unpacks block by block; several keep the group's unpacked blocks for every
+      // token (kBlocks · 8 registers: Walk's DecodeTokens keeps that within the 32).
+      __m512i wv[kTokens == 1 ? 1 : kBlocks][kPairs];
+      if constexpr (kTokens > 1) {
 #pragma GCC unroll 4
-      for (int b = 0; b < kBlocks; ++b) {
-        xv[b] = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(x + (g * kBlocks + b) * kQ4BlockElements)));
-      }
-      __m512i sums[kPairs];
+        for (int b = 0; b < kBlocks; ++b) {
 #pragma GCC unroll 8
-      for (int p = 0; p < kPairs; ++p) {
-        sums[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                      UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks), xv[0]);
-#pragma GCC unroll 4
-        for (int b = 1; b < kBlocks; ++b) {
-          sums[p] = _mm512_dpbusd_epi32(
-              sums[p], UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b), xv[b]);
+          for (int p = 0; p < kPairs; ++p)
+            wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
         }
       }
-      const __m512 factors = _mm512_mul_ps(_mm512_load_ps(scales[j]), _mm512_set1_ps(xa.scale(token, g)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc);
-      minimum_chain = _mm512_fmadd_ps(_mm512_load_ps(minimums[j]),
-                                      _mm512_set1_ps(xa.min_factor(token, g)), minimum_chain);
+      const __m512 row_scales = _mm512_load_ps(scales[j]);
+      const __m512 row_minimums = _mm512_load_ps(minimums[j]);
+#pragma GCC unroll 4
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
+        __m512i sums[kPairs];
+#pragma GCC unroll 4
+        for (int b = 0; b < kBlocks; ++b) {
+          const __m512i xv = _mm512_broadcast_i64x4(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
+#pragma GCC unroll 8
+          for (int p = 0; p < kPairs; ++p) {
+            const __m512i nibbles = kTokens == 1
+                                        ? UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b)
+                                        : wv[kTokens == 1 ? 0 : b][p];
+            sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], nibbles, xv);
+          }
+        }
+        const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token + t, g)));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc[t]);
+        minimum_chains[t] = _mm512_fmadd_ps(
+            row_minimums, _mm512_set1_ps(xa.min_factor(token + t, g)), minimum_chains[t]);
+      }
     }
   }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, _mm512_add_ps(acc, minimum_chain));
+#pragma GCC unroll 4
+  for (int t = 0; t < kTokens; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, _mm512_add_ps(acc[t], minimum_chains[t]));
 #pragma GCC unroll 16
-  for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][0] = lanes[l];
+    for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][t] = lanes[l];
+  }
 }
 
 // Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
@@ -296,7 +315,7 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
-// Pair tiles: up to 8 tokens, 4 rows (one token: DecodeTile's 16). Token lanes: 8 rows.
+// Pair tiles: up to 8 tokens, 4 rows (up to kDecodeTokens: DecodeTile's 16). Token lanes: 8 rows.
 constexpr int kPairTokens = 8, kFewTokenRows = 4, kLaneRows = 8;
 
 template <int kBlocks>
@@ -332,15 +351,26 @@ struct Walk {
     if (r < row_end) PairTiles<1>(r, token, count, nullptr);
   }
 
-  void DecodeRows(int64_t token, int64_t row_begin, int64_t row_end) const {
+  // DecodeTile's token count: as many as keep a group's unpacked blocks in registers.
+  static constexpr int kDecodeTokens = kBlocks == 1 ? 4 : kBlocks == 2 ? 3 : 1;
+
+  // Tokens [token, token + count) (count ≤ kDecodeTokens) over rows [row_begin, row_end).
+  void DecodeRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
+    [&]<int... kCount>(std::integer_sequence<int, kCount...>) {
+      ((count == kCount + 1 ? DecodeTokens<kCount + 1>(token, row_begin, row_end) : void()), ...);
+    }
+    (std::make_integer_sequence<int, kDecodeTokens>{});
+  }
+  template <int kTokens>
+  void DecodeTokens(int64_t token, int64_t row_begin, int64_t row_end) const {
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
       const uint8_t* next = r + 2 * kDecodeRows <= row_end ? w.row(r + kDecodeRows) : nullptr;
-      float results[kDecodeRows][1];
-      DecodeTile<kBlocks>(xa, token, w, r, next, results);
-      StoreTile<kDecodeRows, 1>(results, bias, out, out_stride, r, token);
+      float results[kDecodeRows][kTokens];
+      DecodeTile<kBlocks, kTokens>(xa, token, w, r, next, results);
+      StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, r, token);
     }
-    PairRows<2>(token, 1, r, row_end);
+    PairRows<2>(token, kTokens, r, row_end);
   }
 
   // Rows [r, r + kRows) unpacked once, then every lane group over them.
@@ -363,7 +393,7 @@ struct Walk {
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
-    if (count == 1) return DecodeRows(token_begin, row_begin, row_end);
+    if (count <= kDecodeTokens) return DecodeRows(token_begin, count, row_begin, row_end);
     if (count <= kPairTokens) return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
     const int64_t stride = Q4UnpackedStride(w);

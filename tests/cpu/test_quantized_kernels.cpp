@@ -258,12 +258,12 @@ namespace {
 
 void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  // One token streams 16-row tiles; several run tiles of each group size's shape, with narrower
-  // tiles for the tokens and rows left over. All must give the portable bits, with biases in f32
+  // 1-4 tokens stream 16-row tiles (as many as the group size allows); more run tiles of other
+  // shapes, with narrower tiles for the tokens and rows left over. All must give the portable bits, with biases in f32
   // and bf16, partial blocks and groups, and row ranges split as a thread pool would.
   for (int group_size : {32, 64, 128}) {
     for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
-      const int64_t rows = 37;  // two 16-row decode tiles, then a pair and an odd row
+      const int64_t rows = 37;  // two 16-row few-token tiles, then a pair and an odd row
       QuantizedMatrix q(RandomValues(rows * cols, 51 + cols), DType::kQ4, rows, cols, group_size);
       const std::vector<float> bias_f32 = RandomValues(rows, 52);
       std::vector<uint16_t> bias_bf16(rows);
@@ -271,7 +271,7 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
       const Weight biases[] = {{bias_f32.data(), DType::kF32, 1, rows, 0},
                                {bias_bf16.data(), DType::kBF16, 1, rows, 0}};
       for (const Weight& bias : biases) {
-        for (int64_t tokens : {1, 2, 7, 8, 9, 17, 40}) {
+        for (int64_t tokens : {1, 2, 3, 4, 7, 8, 9, 17, 40}) {
           std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
           x[tokens * cols - 1] = -50.0f;
           std::vector<float> portable(tokens * rows);
