@@ -111,6 +111,19 @@ void AtomicOutputFile::Commit() {
   SyncDirectoryOf(final_path_);
 }
 
+OutputDirectory::OutputDirectory(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::create_directories(path, error)) created_ = path;
+  if (error) Fail("cannot create the directory {}: {}", path, error.message());
+}
+
+OutputDirectory::~OutputDirectory() {
+  if (created_.empty()) return;
+  std::error_code error;
+  if (std::filesystem::is_empty(created_, error) && !error)
+    std::filesystem::remove(created_, error);  // best effort: never throws from a destructor
+}
+
 void WriteFileAtomically(const std::string& path, const std::string& text) {
   AtomicOutputFile file(path);
   file.Write(std::as_bytes(std::span<const char>(text.data(), text.size())));

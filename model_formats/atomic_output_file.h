@@ -35,6 +35,21 @@ class AtomicOutputFile {
   uint64_t bytes_written_ = 0;
 };
 
+// An output directory, created with its parents if missing. A directory this created is removed
+// again on destruction, unless Keep() was called, when it is still empty: a refused or failed
+// conversion leaves nothing behind.
+class OutputDirectory {
+ public:
+  explicit OutputDirectory(const std::string& path);
+  ~OutputDirectory();
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+  void Keep() { created_.clear(); }
+
+ private:
+  std::string created_;  // empty when the directory existed before or is to be kept
+};
+
 // Writes `text` to `path` atomically (AtomicOutputFile).
 void WriteFileAtomically(const std::string& path, const std::string& text);
 

@@ -147,7 +147,7 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   for (const PlannedExtent& planned : plan.extents) layouts.push_back(planned.layout);
   checkpoint.extents = LayoutExtents(layouts, encoding);
 
-  fs::create_directories(out_dir);
+  OutputDirectory directory(out_dir.string());
   // The manifest is the commit point: remove the old one first, so a conversion cut short leaves
   // a directory that is plainly not a checkpoint rather than an old manifest over new weights.
   fs::remove(manifest_path);
@@ -161,6 +161,7 @@ ConvertSummary Convert(const fs::path& hf_dir, const fs::path& out_dir,
   WriteManifestWithSource(out_dir.string(), checkpoint,
                           {hf_dir.filename().string(), checkpoint.config.model_type});
 
+  directory.Keep();
   return SummarizeCheckpoint(checkpoint.extents);
 }
 

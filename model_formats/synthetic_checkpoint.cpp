@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "model_formats/atomic_output_file.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
@@ -88,7 +89,7 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
   checkpoint.weights_file = kWeightsFile;
   checkpoint.extents = LayoutExtents(ExpectedExtents(checkpoint.config), encoding);
 
-  fs::create_directories(out_path);
+  OutputDirectory directory(out_path.string());
   fs::remove(manifest_path);  // the manifest is written last: it marks a complete checkpoint
   WriteWeightsFile((out_path / kWeightsFile).string(), checkpoint.extents,
                    [&](size_t extent_idx, size_t tensor_idx, const TensorSink& sink) {
@@ -103,6 +104,7 @@ ConvertSummary WriteSyntheticCheckpoint(const std::string& config_json_path,
                           {"synthetic:" + fs::path(config_json_path).filename().string(),
                            checkpoint.config.model_type});
 
+  directory.Keep();
   return SummarizeCheckpoint(checkpoint.extents);
 }
 

@@ -64,4 +64,23 @@ TEST_CASE("reserving more than the file system has free fails at once, naming fi
   CHECK(fs::file_size(path + ".tmp") == 0);  // nothing written, nothing held
 }
 
+TEST_CASE("an output directory it created is removed unless kept or written into") {
+  const std::string base = testing::MakeTempDir("output_directory");
+  { OutputDirectory abandoned(base + "/a/b"); }
+  CHECK_FALSE(fs::exists(base + "/a/b"));
+  {
+    OutputDirectory kept(base + "/kept");
+    kept.Keep();
+  }
+  CHECK(fs::is_directory(base + "/kept"));
+  {
+    OutputDirectory written(base + "/written");
+    AtomicOutputFile file(base + "/written/x");
+    file.Commit();
+  }
+  CHECK(fs::exists(base + "/written/x"));
+  { OutputDirectory existing(base + "/kept"); }  // not created here: left alone
+  CHECK(fs::is_directory(base + "/kept"));
+}
+
 }  // namespace zinf::formats
