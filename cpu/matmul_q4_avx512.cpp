@@ -43,15 +43,22 @@ ZINF_Q4_INLINE __m512i UnpackPair(const uint8_t* a, const uint8_t* b, int64_t bl
   return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0f));
 }
 
-// Group g's share of the next row tile (starting at row `next`): its nibbles and its parameters.
+// Group g's share of the next row tile: its nibbles (from `next`, its first row) and its
+// parameters (from `next_params`, its first row's).
 template <int kRows, int kBlocks>
-ZINF_Q4_INLINE void PrefetchGroupShare(const QuantRows& w, const uint8_t* next, int64_t g) {
+ZINF_Q4_INLINE void PrefetchGroupShare(const uint8_t* next, const uint16_t* next_params,
+                                       int64_t g) {
   const char* nibbles = reinterpret_cast<const char*>(next) + g * kRows * kBlocks * 16;
 #pragma GCC unroll 16
   for (int line = 0; line < (kRows * kBlocks * 16 + 63) / 64; ++line)
     _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
-  const int64_t next_row = (next - w.values) / w.row_bytes;
-  _mm_prefetch(reinterpret_cast<const char*>(w.q4_params(next_row)) + g * kRows * 4, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(next_params) + g * kRows * 4, _MM_HINT_T0);
+}
+
+// Block b of a token's int8 values (from x), in both 256-bit halves.
+ZINF_Q4_INLINE __m512i BroadcastTokenBlock(const int8_t* x, int b) {
+  return _mm512_broadcast_i64x4(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
 }
 
 // The tile's row scales of group g, row r in lane r (F16C converts what F16ToF32 would).
@@ -98,6 +105,7 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   const uint16_t* params[kRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) params[r] = w.q4_params(row + r);
+  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kRows) : nullptr;
   __m512 acc[kChunks];
   __m512i row_index[kChunks], token_index[kChunks];
 #pragma GCC unroll 8
@@ -114,7 +122,7 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
     token_index[i] = _mm512_load_si512(tokens_of);
   }
   for (int64_t g = 0; g < xa.groups; ++g) {
-    if (prefetch != nullptr) PrefetchGroupShare<kRows, kBlocks>(w, prefetch, g);
+    if (prefetch != nullptr) PrefetchGroupShare<kRows, kBlocks>(prefetch, next_params, g);
     __m512i wv[kBlocks][kPairs];
 #pragma GCC unroll 16
     for (int j = 0; j < kBlocks; ++j) {
@@ -130,10 +138,7 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
       const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
       __m512i xv[kBlocks];
 #pragma GCC unroll 16
-      for (int j = 0; j < kBlocks; ++j) {
-        xv[j] = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * kQ4BlockElements)));
-      }
+      for (int j = 0; j < kBlocks; ++j) xv[j] = BroadcastTokenBlock(x, j);
 #pragma GCC unroll 16
       for (int p = 0; p < kPairs; ++p) {
         __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[0][p], xv[0]);
@@ -154,9 +159,8 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   }
   float minimums[kRows][8];
   MinimumChains<kRows, kTokens>(xa, token, w, row, minimums);
-  ForEachPairTileLane<kRows, kTokens>(acc, [&](int r, int t, float value) {
-    results[r][t] = value + minimums[r][t];
-  });
+  ForEachPairTileLane<kRows, kTokens>(
+      acc, [&](int r, int t, float value) { results[r][t] = value + minimums[r][t]; });
 }
 
 // Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
@@ -205,8 +209,7 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
     rows[r] = w.row(row + r);
     params[r] = w.q4_params(row + r);
   }
-  const char* next_params =
-      prefetch != nullptr ? reinterpret_cast<const char*>(w.q4_params(row + kDecodeRows)) : nullptr;
+  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
   __m512 acc[kTokens], minimum_chains[kTokens];
 #pragma GCC unroll 4
   for (int t = 0; t < kTokens; ++t) acc[t] = minimum_chains[t] = _mm512_setzero_ps();
@@ -216,14 +219,7 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
     LaneOrderedParams(params, g0, count, scales, minimums);
     for (int j = 0; j < count; ++j) {
       const int64_t g = g0 + j;
-      if (prefetch != nullptr) {
-        const char* nibbles =
-            reinterpret_cast<const char*>(prefetch) + g * kDecodeRows * kBlocks * 16;
-#pragma GCC unroll 4
-        for (int line = 0; line < kDecodeRows * kBlocks * 16 / 64; ++line)
-          _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
-        _mm_prefetch(next_params + g * kDecodeRows * 4, _MM_HINT_T0);
-      }
+      if (prefetch != nullptr) PrefetchGroupShare<kDecodeRows, kBlocks>(prefetch, next_params, g);
       // One token unpacks block by block; several keep the group's unpacked blocks for every
       // token (kBlocks · 8 registers: Walk's DecodeTokens keeps that within the 32).
       __m512i wv[kTokens == 1 ? 1 : kBlocks][kPairs];
@@ -243,8 +239,7 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
         __m512i sums[kPairs];
 #pragma GCC unroll 4
         for (int b = 0; b < kBlocks; ++b) {
-          const __m512i xv = _mm512_broadcast_i64x4(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
+          const __m512i xv = BroadcastTokenBlock(x, b);
 #pragma GCC unroll 8
           for (int p = 0; p < kPairs; ++p) {
             const __m512i nibbles = kTokens == 1
@@ -272,9 +267,9 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
 // Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
 // first being `token`): `unpacked` holds the rows' nibbles as bytes, `stride` apart.
 template <int kRows>
-void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations& xa,
-              int64_t token, int tokens, const uint8_t* unpacked, int64_t stride,
-              const QuantRows& w, int64_t row, float (&results)[kRows][16]) {
+void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations& xa, int64_t token,
+              int tokens, const uint8_t* unpacked, int64_t stride, const QuantRows& w, int64_t row,
+              float (&results)[kRows][16]) {
   const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
   __m512 acc[kRows], minimums[kRows];
@@ -297,7 +292,8 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
         }
       }
     }
-    const __m512 token_scales = _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
+    const __m512 token_scales =
+        _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
     const __m512 min_factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
@@ -394,7 +390,8 @@ struct Walk {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
     if (count <= kDecodeTokens) return DecodeRows(token_begin, count, row_begin, row_end);
-    if (count <= kPairTokens) return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
+    if (count <= kPairTokens)
+      return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
     const int64_t stride = Q4UnpackedStride(w);
     auto* unpacked = reinterpret_cast<uint8_t*>(
@@ -431,8 +428,8 @@ void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64
       // A last odd block: half the bytes read, half the unpacked ones written.
       const bool pair = b + 2 <= blocks;
       const __m512i two = _mm512_permutexvar_epi64(
-          spread, _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(pair ? ~0u : 0xffffu,
-                                                                   nibbles + b * 16)));
+          spread,
+          _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(pair ? ~0u : 0xffffu, nibbles + b * 16)));
       _mm512_mask_storeu_epi8(bytes + b * kQ4BlockElements, pair ? ~0ull : 0xffffffffull,
                               _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
     }
