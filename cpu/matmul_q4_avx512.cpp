@@ -350,23 +350,28 @@ struct Walk {
   // DecodeTile's token count: as many as keep a group's unpacked blocks in registers.
   static constexpr int kDecodeTokens = kBlocks == 1 ? 4 : kBlocks == 2 ? 3 : 1;
 
-  // Tokens [token, token + count) (count ≤ kDecodeTokens) over rows [row_begin, row_end).
+  // Tokens [token, token + count) (count ≤ kPairTokens) over rows [row_begin, row_end): each
+  // 16-row tile takes the tokens kDecodeTokens at a time, its rows still in L1 for the next.
   void DecodeRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
+    int64_t r = row_begin;
+    for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
+      const uint8_t* next = r + 2 * kDecodeRows <= row_end ? w.row(r + kDecodeRows) : nullptr;
+      for (int64_t t = token; t < token + count; t += kDecodeTokens)
+        DecodeTokens(t, std::min<int64_t>(kDecodeTokens, token + count - t), r, next);
+    }
+    PairRows<2>(token, count, r, row_end);
+  }
+  void DecodeTokens(int64_t token, int64_t count, int64_t r, const uint8_t* next) const {
     [&]<int... kCount>(std::integer_sequence<int, kCount...>) {
-      ((count == kCount + 1 ? DecodeTokens<kCount + 1>(token, row_begin, row_end) : void()), ...);
+      ((count == kCount + 1 ? DecodeTokensOf<kCount + 1>(token, r, next) : void()), ...);
     }
     (std::make_integer_sequence<int, kDecodeTokens>{});
   }
   template <int kTokens>
-  void DecodeTokens(int64_t token, int64_t row_begin, int64_t row_end) const {
-    int64_t r = row_begin;
-    for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
-      const uint8_t* next = r + 2 * kDecodeRows <= row_end ? w.row(r + kDecodeRows) : nullptr;
-      float results[kDecodeRows][kTokens];
-      DecodeTile<kBlocks, kTokens>(xa, token, w, r, next, results);
-      StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, r, token);
-    }
-    PairRows<2>(token, kTokens, r, row_end);
+  void DecodeTokensOf(int64_t token, int64_t r, const uint8_t* next) const {
+    float results[kDecodeRows][kTokens];
+    DecodeTile<kBlocks, kTokens>(xa, token, w, r, next, results);
+    StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, r, token);
   }
 
   // Rows [r, r + kRows) unpacked once, then every lane group over them.
@@ -389,7 +394,9 @@ struct Walk {
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
-    if (count <= kDecodeTokens) return DecodeRows(token_begin, count, row_begin, row_end);
+    // Up to 8 tokens in passes of 3-4 beat the 4-row pair tiles; one token at a time does not.
+    if (count <= kDecodeTokens || (count <= kPairTokens && kDecodeTokens >= 3))
+      return DecodeRows(token_begin, count, row_begin, row_end);
     if (count <= kPairTokens)
       return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
