@@ -30,8 +30,10 @@ static_assert(kGroupTokens == Q8TokenLanes::kLanes);
 constexpr int64_t kSpanBlocks = kAmxSpanBlocks;
 // Fewer tokens than this go to the AVX-512 kernel's 16-row tiles, which take up to 8 tokens in
 // passes of 3-4 for less than an int4 tile pass costs (unpacking 16 rows of nibbles and a
-// group's float work for all 16 token lanes).
-constexpr int64_t kMinQ4AmxTokens = 9;
+// group's float work for all 16 token lanes). Groups of 128 have no such tiles past one token.
+int64_t MinQ4AmxTokens(int64_t group_size) {
+  return group_size <= 2 * kQ4BlockElements ? 9 : kMinAmxTokens;
+}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
@@ -218,11 +220,12 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
 void MatMulQ4Amx(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const int64_t tiled_end = row_begin + (row_end - row_begin) / kTileRows * kTileRows;
-  // A last group of fewer than kMinQ4AmxTokens tokens would cost a whole tile pass: those go to
+  // A last group of fewer than MinQ4AmxTokens tokens would cost a whole tile pass: those go to
   // the AVX-512 kernel.
+  const int64_t min_tokens = MinQ4AmxTokens(xa.group_size);
   const int64_t rest = xa.tokens % kGroupTokens;
-  const int64_t amx_tokens = rest < kMinQ4AmxTokens ? xa.tokens - rest : xa.tokens;
-  if (amx_tokens >= kMinQ4AmxTokens && tiled_end > row_begin) {
+  const int64_t amx_tokens = rest < min_tokens ? xa.tokens - rest : xa.tokens;
+  if (amx_tokens >= min_tokens && tiled_end > row_begin) {
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, amx_tokens);
     AmxWalk(lanes, xa, amx_tokens, w, bias, out, out_stride, row_begin, tiled_end);
     MatMulQ4Avx512(xa, amx_tokens, xa.tokens, w, bias, out, out_stride, row_begin, tiled_end);
