@@ -1,8 +1,9 @@
 // The int4 kernels at the portable and AVX2 levels, and the dispatch to AVX-512
 // (cpu/matmul_q4_avx512.cpp) and AMX (cpu/matmul_q4_amx.cpp). A block of 32 elements is 16
-// bytes: element j in the low nibble of byte j, element j + 16 in the high one; nibbles are unsigned, so products with the int8
-// activations need no sign trick (AVX2: _mm256_maddubs_epi16(nibbles, x), at most 2 · 15 · 127 per
-// int16 pair, then _mm256_madd_epi16 into the lanes' int32 sums).
+// bytes: element j in the low nibble of byte j, element j + 16 in the high one; nibbles are
+// unsigned, so products with the int8 activations need no sign trick (AVX2:
+// _mm256_maddubs_epi16(nibbles, x), at most 2 · 15 · 127 per int16 pair, then _mm256_madd_epi16
+// into the lanes' int32 sums).
 #include "cpu/matmul_q4.h"
 
 #include <immintrin.h>

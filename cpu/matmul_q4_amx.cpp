@@ -28,12 +28,6 @@ constexpr int kTileRows = kAmxTileRows;
 constexpr int kGroupTokens = kAmxGroupTokens;
 static_assert(kGroupTokens == Q8TokenLanes::kLanes);
 constexpr int64_t kSpanBlocks = kAmxSpanBlocks;
-// Fewer tokens than this go to the AVX-512 kernel's 16-row tiles, which take up to 8 tokens in
-// passes of 3-4 for less than an int4 tile pass costs (unpacking 16 rows of nibbles and a
-// group's float work for all 16 token lanes). Groups of 128 have no such tiles past one token.
-int64_t MinQ4AmxTokens(int64_t group_size) {
-  return group_size <= 2 * kQ4BlockElements ? 9 : kMinAmxTokens;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
@@ -54,8 +48,8 @@ struct RowParams {
     for (int m = 0; m < kTileRows; ++m) {
       const uint16_t* params = w.q4_params(row + m);
       for (int64_t g = 0; g < num_groups; g += 16) {
-        const auto mask = static_cast<__mmask16>(
-            num_groups - g >= 16 ? 0xffff : (1u << (num_groups - g)) - 1);
+        const auto mask =
+            static_cast<__mmask16>(num_groups - g >= 16 ? 0xffff : (1u << (num_groups - g)) - 1);
         const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params + 2 * g);
         _mm512_storeu_ps(&scales[m * groups + g], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs)));
         _mm512_storeu_ps(&minimums[m * groups + g],
@@ -220,9 +214,9 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
 void MatMulQ4Amx(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const int64_t tiled_end = row_begin + (row_end - row_begin) / kTileRows * kTileRows;
-  // A last group of fewer than MinQ4AmxTokens tokens would cost a whole tile pass: those go to
-  // the AVX-512 kernel.
-  const int64_t min_tokens = MinQ4AmxTokens(xa.group_size);
+  // A last group of fewer than min_tokens tokens would cost more as a whole tile pass than in
+  // the AVX-512 kernel's 16-row tiles, or with fewer than kMinAmxTokens, its pair tiles.
+  const int64_t min_tokens = std::max(kMinAmxTokens, Q4RowTileTokens(xa.group_size) + 1);
   const int64_t rest = xa.tokens % kGroupTokens;
   const int64_t amx_tokens = rest < min_tokens ? xa.tokens - rest : xa.tokens;
   if (amx_tokens >= min_tokens && tiled_end > row_begin) {

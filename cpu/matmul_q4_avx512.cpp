@@ -221,8 +221,8 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
       const int64_t g = g0 + j;
       if (prefetch != nullptr) PrefetchGroupShare<kDecodeRows, kBlocks>(prefetch, next_params, g);
       // One token unpacks block by block; several keep the group's unpacked blocks for every
-      // token (kBlocks · 8 registers: Walk's DecodeTokens keeps that within the 32).
-      __m512i wv[kTokens == 1 ? 1 : kBlocks][kPairs];
+      // token (kBlocks · 8 registers: Walk's kDecodeTokens keeps that within the 32).
+      __m512i wv[kBlocks][kPairs];
       if constexpr (kTokens > 1) {
 #pragma GCC unroll 4
         for (int b = 0; b < kBlocks; ++b) {
@@ -242,10 +242,9 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
           const __m512i xv = BroadcastTokenBlock(x, b);
 #pragma GCC unroll 8
           for (int p = 0; p < kPairs; ++p) {
-            const __m512i nibbles = kTokens == 1
-                                        ? UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b)
-                                        : wv[kTokens == 1 ? 0 : b][p];
-            sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], nibbles, xv);
+            if constexpr (kTokens == 1)
+              wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
+            sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], wv[b][p], xv);
           }
         }
         const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token + t, g)));
@@ -349,6 +348,9 @@ struct Walk {
 
   // DecodeTile's token count: as many as keep a group's unpacked blocks in registers.
   static constexpr int kDecodeTokens = kBlocks == 1 ? 4 : kBlocks == 2 ? 3 : 1;
+  // The most tokens the 16-row tiles take: up to 8 in passes of 3-4 beat the 4-row pair tiles;
+  // one token at a time does not.
+  static constexpr int kRowTileTokens = kDecodeTokens >= 3 ? kPairTokens : kDecodeTokens;
 
   // Tokens [token, token + count) (count ≤ kPairTokens) over rows [row_begin, row_end): each
   // 16-row tile takes the tokens kDecodeTokens at a time, its rows still in L1 for the next.
@@ -394,9 +396,7 @@ struct Walk {
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
-    // Up to 8 tokens in passes of 3-4 beat the 4-row pair tiles; one token at a time does not.
-    if (count <= kDecodeTokens || (count <= kPairTokens && kDecodeTokens >= 3))
-      return DecodeRows(token_begin, count, row_begin, row_end);
+    if (count <= kRowTileTokens) return DecodeRows(token_begin, count, row_begin, row_end);
     if (count <= kPairTokens)
       return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
@@ -411,6 +411,14 @@ struct Walk {
 };
 
 }  // namespace
+
+int64_t Q4RowTileTokens(int64_t group_size) {
+  switch (group_size / kQ4BlockElements) {
+    case 1: return Walk<1>::kRowTileTokens;
+    case 2: return Walk<2>::kRowTileTokens;
+    default: return Walk<4>::kRowTileTokens;
+  }
+}
 
 int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 64 * 64; }
 

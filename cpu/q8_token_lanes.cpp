@@ -13,8 +13,8 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
   lanes.blocks = xq.blocks;
   lanes.group_tokens = group_tokens;
   lanes.groups = (num_tokens + group_tokens - 1) / group_tokens;
-  std::byte* out =
-      AlignedThreadScratch<Q8TokenLanes>(static_cast<size_t>(lanes.groups * xq.blocks) * Q8TokenLanes::kBlockBytes);
+  std::byte* out = AlignedThreadScratch<Q8TokenLanes>(
+      static_cast<size_t>(lanes.groups * xq.blocks) * Q8TokenLanes::kBlockBytes);
   lanes.data = out;
   uint32_t bias4;
   std::memset(&bias4, bias, 4);

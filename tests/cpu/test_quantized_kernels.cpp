@@ -258,9 +258,10 @@ namespace {
 
 void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
-  // 1-4 tokens stream 16-row tiles (as many as the group size allows); more run tiles of other
-  // shapes, with narrower tiles for the tokens and rows left over. All must give the portable bits, with biases in f32
-  // and bf16, partial blocks and groups, and row ranges split as a thread pool would.
+  // Up to 8 tokens stream 16-row tiles in passes of up to 4 (fewer as the group size grows);
+  // more run tiles of other shapes, with narrower tiles for the tokens and rows left over. All
+  // must give the portable bits, with biases in f32 and bf16, partial blocks and groups, and row
+  // ranges split as a thread pool would.
   for (int group_size : {32, 64, 128}) {
     for (int64_t cols : {1, 7, 31, 33, 64, 95, 172, 300, 1040, 4100}) {
       const int64_t rows = 37;  // two 16-row few-token tiles, then a pair and an odd row
