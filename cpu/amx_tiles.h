@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace zinf::cpu {
 
@@ -31,17 +32,20 @@ struct alignas(64) AmxTileConfig {
   uint8_t rows[16] = {};
 };
 
-// tmm0/1 A (16 weight rows × 32 bytes), tmm2/3 B (8 rows × 64 bytes: 32 values of 16 tokens in
-// lanes, cpu/q8_token_lanes.h), tmm4/5 C (16 × 16 int32).
-inline const AmxTileConfig& AmxBlockTileConfig() {
+// tmm0/1 A (16 weight rows × k_bytes), tmm2/3 B (k_bytes / 4 rows × 64 bytes: k_bytes values of 16
+// tokens in lanes, cpu/q8_token_lanes.h), tmm4/5 C (16 × 16 int32). A tdpbusd costs about the same
+// for K = 32 and K = 64 (Emerald Rapids), so the int4 kernel takes 64 where its groups allow.
+template <int k_bytes>
+const AmxTileConfig& AmxTileConfigFor() {
+  static_assert(k_bytes == 32 || k_bytes == 64);
   static const AmxTileConfig config = [] {
     AmxTileConfig c;
     for (int a : {0, 1}) {
       c.rows[a] = 16;
-      c.bytes_per_row[a] = 32;
+      c.bytes_per_row[a] = k_bytes;
     }
     for (int b : {2, 3}) {
-      c.rows[b] = 8;
+      c.rows[b] = k_bytes / 4;
       c.bytes_per_row[b] = 64;
     }
     for (int t : {4, 5}) {
@@ -52,5 +56,8 @@ inline const AmxTileConfig& AmxBlockTileConfig() {
   }();
   return config;
 }
+
+// One block of 32 values per product: the int8 kernel (its activation scales are per block).
+inline const AmxTileConfig& AmxBlockTileConfig() { return AmxTileConfigFor<32>(); }
 
 }  // namespace zinf::cpu

@@ -93,9 +93,13 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const RowTile& tile, int6
     }
     if (b + kPrefetchBlocks < end) {
       const char* next = reinterpret_cast<const char*>(lanes.block(group, b + kPrefetchBlocks));
-#pragma GCC unroll 18
-      for (int line = 0; line < 2 * Q8TokenLanes::kBlockBytes / 64; ++line)
+#pragma GCC unroll 16
+      for (int line = 0; line < 2 * Q8TokenLanes::kValueBytes / 64; ++line)
         _mm_prefetch(next + 64 * line, _MM_HINT_T0);
+      const char* next_scales =
+          reinterpret_cast<const char*>(lanes.scales(group, b + kPrefetchBlocks));
+      _mm_prefetch(next_scales, _MM_HINT_T0);
+      _mm_prefetch(next_scales + Q8TokenLanes::kScaleBytes, _MM_HINT_T0);
     }
     if (b < end) {
       ZINF_TILE_MEMORY_BARRIER();

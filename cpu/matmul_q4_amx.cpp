@@ -1,8 +1,8 @@
-// AMX int4 tiles. Per 16 weight rows, 16 tokens and block of 32: tmm A holds the rows' nibbles
-// unpacked to bytes (once per row tile, into a scratch), tmm B the tokens' int8 values in lanes
-// (cpu/q8_token_lanes.h), and tdpbusd (unsigned nibbles × signed values) adds the 16 × 16 exact
-// products into tmm C; a group's blocks accumulate in one C tile, so C ends holding the group
-// sums. C goes to memory, and each row's 16 sums take the portable chain's fma with row scale ×
+// AMX int4 tiles. Per 16 weight rows, 16 tokens and 64 values (32 in groups of 32): tmm A holds the
+// rows' nibbles unpacked to bytes (once per row tile, into a scratch), tmm B the tokens' int8 values
+// in lanes (cpu/q8_token_lanes.h), and tdpbusd (unsigned nibbles × signed values) adds the 16 × 16
+// exact products into tmm C; a group's products accumulate in one C tile, so C ends holding the
+// group sums. C goes to memory, and each row's 16 sums take the portable chain's fma with row scale ×
 // token scale. Two C tiles alternate groups, so one group's products run while the previous
 // group's sums are converted.
 #include "cpu/matmul_q4_amx.h"
@@ -72,27 +72,29 @@ inline __attribute__((always_inline)) void AddGroup(const int32_t (&sums)[kTileR
   }
 }
 
-// The products of group g's blocks into C tile tmm4 (A tmm0, B tmm2) or, with kSecond, tmm5 (A
-// tmm1, B tmm3): zeroed, then one tdpbusd per block. (GCC's tile intrinsics take register
-// numbers as literals.)
+// The products of group g into C tile tmm4 (A tmm0, B tmm2) or, with kSecond, tmm5 (A tmm1, B
+// tmm3): zeroed, then one tdpbusd per `tile_values` values (the loaded tile configuration's K: 64
+// for groups of 64 and more, two blocks of lanes as one B tile). (GCC's tile intrinsics take
+// register numbers as literals.)
 template <bool kSecond>
 inline __attribute__((always_inline)) void IssueGroup(const Q8TokenLanes& lanes, int64_t group,
                                                       const uint8_t* unpacked, int64_t stride,
-                                                      int64_t g, int64_t blocks_per_group) {
+                                                      int64_t g, int group_size, int tile_values) {
   ZINF_TILE_MEMORY_BARRIER();
   if constexpr (kSecond) {
     _tile_zero(5);
   } else {
     _tile_zero(4);
   }
-  for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
+  for (int64_t e = g * group_size; e < (g + 1) * group_size; e += tile_values) {
+    const std::byte* values = lanes.block(group, e / kQ4BlockElements);
     if constexpr (kSecond) {
-      _tile_loadd(1, unpacked + b * kQ4BlockElements, stride);
-      _tile_loadd(3, lanes.block(group, b), 64);
+      _tile_loadd(1, unpacked + e, stride);
+      _tile_loadd(3, values, 64);
       _tile_dpbusd(5, 1, 3);
     } else {
-      _tile_loadd(0, unpacked + b * kQ4BlockElements, stride);
-      _tile_loadd(2, lanes.block(group, b), 64);
+      _tile_loadd(0, unpacked + e, stride);
+      _tile_loadd(2, values, 64);
       _tile_dpbusd(4, 0, 2);
     }
   }
@@ -103,37 +105,34 @@ inline __attribute__((always_inline)) void IssueGroup(const Q8TokenLanes& lanes,
 // is stored and added while g's run.
 void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, int64_t token,
              int tokens, const uint8_t* unpacked, int64_t stride, const RowParams& params,
-             int64_t g_begin, int64_t g_end, float (&chains)[kTileRows][16]) {
-  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+             int tile_values, int64_t g_begin, int64_t g_end, float (&chains)[kTileRows][16]) {
   const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
   __m512 acc[kTileRows];
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_load_ps(chains[m]);
   alignas(64) int32_t sums[kTileRows][16];
-  auto add = [&](int64_t g) __attribute__((always_inline)) {
-    const __m512 token_scales =
-        _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
-    AddGroup(sums, params, g, token_scales, acc);
-  };
-  // Group g's C tile by parity: tmm4 for even offsets from g_begin, tmm5 for odd ones.
-  auto store_and_add = [&](int64_t g) __attribute__((always_inline)) {
-    if ((g - g_begin) % 2 == 0) {
-      _tile_stored(4, sums, 64);
-    } else {
+  // No lambdas here: acc captured by reference would live in memory, and every tile barrier would
+  // then store and reload it.
+  for (int64_t g = g_begin; g <= g_end; ++g) {
+    const bool even = (g - g_begin) % 2 == 0;  // group g's products go to tmm4, else tmm5
+    if (g < g_end) {
+      if (even) {
+        IssueGroup<false>(lanes, group, unpacked, stride, g, xa.group_size, tile_values);
+      } else {
+        IssueGroup<true>(lanes, group, unpacked, stride, g, xa.group_size, tile_values);
+      }
+    }
+    if (g == g_begin) continue;
+    if (even) {  // group g − 1 went to tmm5
       _tile_stored(5, sums, 64);
+    } else {
+      _tile_stored(4, sums, 64);
     }
     ZINF_TILE_MEMORY_BARRIER();
-    add(g);
-  };
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    if ((g - g_begin) % 2 == 0) {
-      IssueGroup<false>(lanes, group, unpacked, stride, g, blocks_per_group);
-    } else {
-      IssueGroup<true>(lanes, group, unpacked, stride, g, blocks_per_group);
-    }
-    if (g > g_begin) store_and_add(g - 1);
+    const __m512 token_scales =
+        _mm512_maskz_loadu_ps(token_mask, xa.scales + (g - 1) * xa.tokens + token);
+    AddGroup(sums, params, g - 1, token_scales, acc);
   }
-  if (g_end > g_begin) store_and_add(g_end - 1);
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) _mm512_store_ps(chains[m], acc[m]);
 }
@@ -144,17 +143,23 @@ void StoreChains(const float (&chains)[kTileRows][16], const Q4Activations& xa, 
                  int tokens, const RowParams& params, const float (&bias)[kTileRows], int64_t row,
                  float* out, int64_t out_stride) {
   const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
-  __m512 acc[kTileRows];
+  // Kept apart from the array Transpose16 takes by reference: GCC would otherwise store every
+  // chain to the stack on each group.
+  __m512 minimum_sums[kTileRows];
 #pragma GCC unroll 16
-  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
+  for (int m = 0; m < kTileRows; ++m) minimum_sums[m] = _mm512_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
     const __m512 factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
 #pragma GCC unroll 16
-    for (int m = 0; m < kTileRows; ++m)
-      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(params.minimum(m, g)), factors, acc[m]);
+    for (int m = 0; m < kTileRows; ++m) {
+      minimum_sums[m] =
+          _mm512_fmadd_ps(_mm512_set1_ps(params.minimum(m, g)), factors, minimum_sums[m]);
+    }
   }
+  __m512 acc[kTileRows];
 #pragma GCC unroll 16
-  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_add_ps(_mm512_load_ps(chains[m]), acc[m]);
+  for (int m = 0; m < kTileRows; ++m)
+    acc[m] = _mm512_add_ps(_mm512_load_ps(chains[m]), minimum_sums[m]);
   Transpose16(acc);
   const __m512 bias_rows = _mm512_load_ps(bias);
   for (int t = 0; t < tokens; ++t)
@@ -168,7 +173,8 @@ void StoreChains(const float (&chains)[kTileRows][16], const Q4Activations& xa, 
 void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tokens,
              const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
              int64_t row_begin, int64_t row_end) {
-  _tile_loadconfig(&AmxBlockTileConfig());
+  const int tile_values = xa.group_size % 64 == 0 ? 64 : kQ4BlockElements;
+  _tile_loadconfig(tile_values == 64 ? &AmxTileConfigFor<64>() : &AmxTileConfigFor<32>());
   const int64_t stride = Q4UnpackedStride(w);
   struct alignas(64) Chains {
     float lanes[kTileRows][16];
@@ -192,7 +198,7 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
         const int64_t g_end = std::min(xa.groups, g + span_groups);
         for (int64_t group = first; group < last; ++group) {
           AmxSpan(lanes, group, xa, group * kGroupTokens, lanes.tokens_in(group, num_tokens),
-                  unpacked, stride, params, g, g_end, chains[group - first].lanes);
+                  unpacked, stride, params, tile_values, g, g_end, chains[group - first].lanes);
         }
       }
       alignas(64) float bias_rows[kTileRows];

@@ -11,24 +11,28 @@
 namespace zinf::cpu {
 
 // Per group of up to 16 tokens and per block of 32 values: 8 rows of 64 bytes, where row k4 holds
-// in lane t (bytes 4t..4t+3) the token's values 4·k4..4·k4+3; then the 16 tokens' block scales.
+// in lane t (bytes 4t..4t+3) the token's values 4·k4..4·k4+3. A group's blocks follow one another
+// with nothing between them, so two consecutive blocks are one 16-row B tile of 64 values (the int4
+// AMX kernel's groups of 64). The 16 tokens' block scales lie apart, after every group's values.
 // Lanes past the group's tokens hold the value 0 and scale 0. Every value byte is XORed with the
 // packing's bias: 0x80 gives x + 128 as an unsigned byte (vpdpbusd's unsigned operand).
 struct Q8TokenLanes {
   static constexpr int kLanes = 16;
   static constexpr int64_t kValueBytes = 8 * 64;
-  static constexpr int64_t kBlockBytes = kValueBytes + kLanes * 4;
+  static constexpr int64_t kScaleBytes = kLanes * 4;
+  static constexpr int64_t kBlockBytes = kValueBytes + kScaleBytes;
 
   const std::byte* data = nullptr;
+  const float* block_scales = nullptr;
   int64_t blocks = 0;
   int group_tokens = 0;  // tokens per group, at most kLanes
   int64_t groups = 0;
 
   const std::byte* block(int64_t group, int64_t b) const {
-    return data + (group * blocks + b) * kBlockBytes;
+    return data + (group * blocks + b) * kValueBytes;
   }
   const float* scales(int64_t group, int64_t b) const {
-    return reinterpret_cast<const float*>(block(group, b) + kValueBytes);
+    return block_scales + (group * blocks + b) * kLanes;
   }
   // Tokens in `group` (the last may hold fewer).
   int tokens_in(int64_t group, int64_t num_tokens) const {
