@@ -14,8 +14,8 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
   lanes.group_tokens = group_tokens;
   lanes.groups = (num_tokens + group_tokens - 1) / group_tokens;
   const int64_t blocks = lanes.groups * xq.blocks;
-  std::byte* out = AlignedThreadScratch<Q8TokenLanes>(
-      static_cast<size_t>(blocks * Q8TokenLanes::kBlockBytes));
+  std::byte* out =
+      AlignedThreadScratch<Q8TokenLanes>(static_cast<size_t>(blocks * Q8TokenLanes::kBlockBytes));
   lanes.data = out;
   auto* all_scales = reinterpret_cast<float*>(out + blocks * Q8TokenLanes::kValueBytes);
   lanes.block_scales = all_scales;
