@@ -221,8 +221,12 @@ void MatMulQ4Amx(const Q4Activations& xa, const QuantRows& w, const Weight& bias
                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const int64_t tiled_end = row_begin + (row_end - row_begin) / kTileRows * kTileRows;
   // A last group of fewer than min_tokens tokens would cost more as a whole tile pass than in
-  // the AVX-512 kernel's 16-row tiles, or with fewer than kMinAmxTokens, its pair tiles.
-  const int64_t min_tokens = std::max(kMinAmxTokens, Q4RowTileTokens(xa.group_size) + 1);
+  // at most two passes of the AVX-512 kernel's 16-row tiles, or with fewer than kMinAmxTokens,
+  // its pair tiles. (From three passes on, the tile pass wins: TinyLlama int4-g64 at 7 and 8
+  // sequences, Emerald Rapids.)
+  const int64_t row_tile_tokens =
+      std::min(Q4RowTileTokens(xa.group_size), 2 * Q4RowTilePassTokens(xa.group_size));
+  const int64_t min_tokens = std::max(kMinAmxTokens, row_tile_tokens + 1);
   const int64_t rest = xa.tokens % kGroupTokens;
   const int64_t amx_tokens = rest < min_tokens ? xa.tokens - rest : xa.tokens;
   if (amx_tokens >= min_tokens && tiled_end > row_begin) {

@@ -420,6 +420,14 @@ int64_t Q4RowTileTokens(int64_t group_size) {
   }
 }
 
+int64_t Q4RowTilePassTokens(int64_t group_size) {
+  switch (group_size / kQ4BlockElements) {
+    case 1: return Walk<1>::kDecodeTokens;
+    case 2: return Walk<2>::kDecodeTokens;
+    default: return Walk<4>::kDecodeTokens;
+  }
+}
+
 int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 64 * 64; }
 
 #pragma GCC push_options

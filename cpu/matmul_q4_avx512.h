@@ -22,6 +22,8 @@ void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_
 // The most tokens this kernel runs as 16-row tiles at this group size (the AMX kernel leaves it
 // those: they cost less than a tile pass padded to 16 token lanes).
 int64_t Q4RowTileTokens(int64_t group_size);
+// How many tokens one pass of those tiles takes (more go in passes over the rows still in L1).
+int64_t Q4RowTilePassTokens(int64_t group_size);
 
 // Tokens [token_begin, token_end) of xa in lanes, 16 to a group (no bias, no scales).
 Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int64_t token_end);
