@@ -141,7 +141,8 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                 int64_t row_end, CpuIsa isa, uint64_t x_version) {
   if (IsQuantized(w.dtype)) {
-    MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
+    MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa,
+                        x_version);
     return;
   }
   if (isa >= CpuIsa::kAvx512 && num_tokens >= 2) {

@@ -154,10 +154,10 @@ void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bia
 
 void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
               const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-              int64_t row_end, CpuIsa isa) {
+              int64_t row_end, CpuIsa isa, uint64_t x_version) {
   const QuantRows rows(w);
-  const Q4Activations xa =
-      PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size, isa != CpuIsa::kPortable);
+  const Q4Activations xa = PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size,
+                                                isa != CpuIsa::kPortable, x_version);
   if (isa == CpuIsa::kAmx) {
     MatMulQ4Amx(xa, rows, bias, out, out_stride, row_begin, row_end);
   } else if (isa >= CpuIsa::kAvx512) {

@@ -161,14 +161,16 @@ void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, 
 
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, CpuIsa isa) {
+                         int64_t row_end, CpuIsa isa, uint64_t x_version) {
   if (w.dtype == DType::kQ4) {
-    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa);
+    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa,
+             x_version);
     return;
   }
-  // Once per call: the kernels that hand tokens or rows on to a narrower one pass these along.
+  // Once per call (or per input, x_version): the kernels that hand tokens or rows on to a
+  // narrower one pass these along.
   const Q8Activations xq =
-      QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, isa != CpuIsa::kPortable);
+      QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, isa != CpuIsa::kPortable, x_version);
   if (isa == CpuIsa::kPortable) {
     MatMulI8Portable(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAmx) {

@@ -14,6 +14,6 @@ namespace zinf::cpu {
 // w.dtype is kI8 or kQ4; see MatMulRows for the arguments.
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, CpuIsa isa);
+                         int64_t row_end, CpuIsa isa, uint64_t x_version = 0);
 
 }  // namespace zinf::cpu

@@ -17,6 +17,8 @@ struct Buffers {
   std::vector<float> row_scales;  // one token's, [groups]
   std::vector<float> scales;
   std::vector<float> min_factors;
+  QuantizedInputKey key;
+  Q4Activations prepared;
 };
 
 template <typename T>
@@ -28,8 +30,12 @@ T* Grown(std::vector<T>& buffer, int64_t count) {
 }  // namespace
 
 Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num_tokens,
-                                   int64_t cols, int group_size, bool use_avx2) {
+                                   int64_t cols, int group_size, bool use_avx2,
+                                   uint64_t x_version) {
   thread_local Buffers buffers;
+  const QuantizedInputKey key{x, x_stride, num_tokens, cols, group_size, use_avx2, x_version};
+  if (key.Reusable(buffers.key)) return buffers.prepared;
+  buffers.key = {};  // while the buffers are being rewritten
   const int64_t groups = (cols + group_size - 1) / group_size;
   int8_t* values = Grown(buffers.values, num_tokens * groups * group_size);
   float* row_scales = Grown(buffers.row_scales, groups);
@@ -45,7 +51,9 @@ Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num
       min_factors[g * num_tokens + t] = row_scales[g] * static_cast<float>(sum);
     }
   }
-  return {values, scales, min_factors, num_tokens, groups, group_size};
+  buffers.prepared = {values, scales, min_factors, num_tokens, groups, group_size};
+  buffers.key = key;
+  return buffers.prepared;
 }
 
 }  // namespace zinf::cpu

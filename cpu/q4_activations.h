@@ -27,8 +27,9 @@ struct Q4Activations {
 // Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into buffers
 // owned by the calling thread, grown only (the step loop stops allocating once it has seen its
 // largest batch). min_factor = scale × float(Σ values), one f32 product. Valid until the thread's
-// next call.
+// next call (which reuses them for the same x_version: cpu/q8_activations.h's QuantizedInputKey).
 Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num_tokens,
-                                   int64_t cols, int group_size, bool use_avx2);
+                                   int64_t cols, int group_size, bool use_avx2,
+                                   uint64_t x_version = 0);
 
 }  // namespace zinf::cpu

@@ -89,6 +89,7 @@ __attribute__((target("avx2,fma"))) void QuantizeBlockAvx2(const float* x, int c
 struct Buffer {
   std::vector<int8_t> values;
   std::vector<float> scales;
+  QuantizedInputKey key;
 };
 
 }  // namespace
@@ -113,9 +114,12 @@ void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, 
 }
 
 Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t num_tokens,
-                                    int64_t cols, bool use_avx2) {
+                                    int64_t cols, bool use_avx2, uint64_t x_version) {
   thread_local Buffer buffer;
   const int64_t blocks = Q8Blocks(cols);
+  const QuantizedInputKey key{x, x_stride, num_tokens, cols, kQ8BlockElements, use_avx2, x_version};
+  if (key.Reusable(buffer.key)) return {buffer.values.data(), buffer.scales.data(), blocks};
+  buffer.key = {};  // while the buffer is being rewritten
   const auto value_count = static_cast<size_t>(num_tokens * blocks * kQ8BlockElements);
   const auto scale_count = static_cast<size_t>(num_tokens * blocks);
   if (buffer.values.size() < value_count) buffer.values.resize(value_count);
@@ -124,6 +128,7 @@ Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t nu
     QuantizeRowQ8(x + t * x_stride, cols, buffer.values.data() + t * blocks * kQ8BlockElements,
                   buffer.scales.data() + t * blocks, use_avx2);
   }
+  buffer.key = key;
   return {buffer.values.data(), buffer.scales.data(), blocks};
 }
 

@@ -36,10 +36,25 @@ struct Q8Activations {
   Q8Activations from(int64_t t) const { return {token_values(t), token_scales(t), blocks}; }
 };
 
+// What a thread's activation buffer last holds. A call whose key equals it, with a version other
+// than 0 (cpu::MatMulRows' x_version: x unchanged), returns the buffer as it is: q, k and v (gate
+// and up) quantize their common input once per thread instead of once per projection.
+struct QuantizedInputKey {
+  const float* x = nullptr;
+  int64_t x_stride = 0, num_tokens = 0, cols = 0;
+  int block_elements = 0;
+  bool use_avx2 = false;
+  uint64_t x_version = 0;
+
+  bool operator==(const QuantizedInputKey&) const = default;
+  bool Reusable(const QuantizedInputKey& last) const { return x_version != 0 && *this == last; }
+};
+
 // Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into a buffer
 // owned by the calling thread: grown when a call needs more, never shrunk, so the step loop does
-// not allocate once it has seen its largest batch. Valid until the thread's next call.
+// not allocate once it has seen its largest batch. Valid until the thread's next call (which
+// reuses it for the same x_version: QuantizedInputKey).
 Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t num_tokens,
-                                    int64_t cols, bool use_avx2);
+                                    int64_t cols, bool use_avx2, uint64_t x_version = 0);
 
 }  // namespace zinf::cpu

@@ -440,4 +440,34 @@ TEST_CASE("quantized matmul: a token's result does not depend on the batch or th
   }
 }
 
+TEST_CASE("quantized matmul: one x_version quantizes x once, a new one quantizes it again") {
+  // q, k and v share one input and one version; the next layer's input may sit at the same
+  // address with new values and a new version. Each product must equal its unversioned twin.
+  const int64_t rows = 24, cols = 200, tokens = 19;
+  for (DType dtype : {DType::kI8, DType::kQ4}) {
+    for (int group_size : {32, 64}) {
+      if (dtype == DType::kI8 && group_size != 32) continue;
+      const QuantizedMatrix first(RandomValues(rows * cols, 61), dtype, rows, cols, group_size);
+      const QuantizedMatrix second(RandomValues(rows * cols, 62), dtype, rows, cols, group_size);
+      std::vector<float> x = RandomValues(tokens * cols, 63);
+      for (int input = 0; input < 2; ++input) {
+        if (input == 1) {  // new values at the same address
+          const std::vector<float> next = RandomValues(tokens * cols, 64);
+          std::copy(next.begin(), next.end(), x.begin());
+        }
+        std::vector<float> shared(tokens * rows), fresh(tokens * rows);
+        const uint64_t version = cpu::NewActivationVersion();
+        for (const QuantizedMatrix* q : {&first, &second}) {
+          cpu::MatMulRows(x.data(), cols, tokens, q->weight, {}, shared.data(), rows, 0, rows,
+                          cpu::ActiveCpuIsa(), version);
+          cpu::MatMulRows(x.data(), cols, tokens, q->weight, {}, fresh.data(), rows, 0, rows,
+                          cpu::ActiveCpuIsa(), 0);
+          INFO(DTypeName(dtype) << " group " << group_size << " input " << input);
+          CHECK(shared == fresh);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace zinf
