@@ -16,10 +16,10 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_i8_amx.h"
 #include "cpu/matmul_i8_avx512.h"
-#include "cpu/reduce_avx2.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q8_activations.h"
 #include "cpu/quant_rows.h"
+#include "cpu/reduce_avx2.h"
 #include "cpu/tiling.h"
 #include "engine/quantized.h"
 
@@ -163,8 +163,7 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                          int64_t row_end, CpuIsa isa, uint64_t x_version) {
   if (w.dtype == DType::kQ4) {
-    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa,
-             x_version);
+    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa, x_version);
     return;
   }
   // Once per call (or per input, x_version): the kernels that hand tokens or rows on to a
