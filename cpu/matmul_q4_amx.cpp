@@ -1,5 +1,5 @@
 // AMX int4 tiles. Per 16 weight rows, 16 tokens and 64 values (32 in groups of 32): tmm A holds the
-// rows' nibbles unpacked to bytes (once per row tile, into a scratch), tmm B the tokens' int8 values
+// rows' nibbles unpacked to bytes (a span at a time, into a scratch), tmm B the tokens' int8 values
 // in lanes (cpu/q8_token_lanes.h), and tdpbusd (unsigned nibbles × signed values) adds the 16 × 16
 // exact products into tmm C; a group's products accumulate in one C tile, so C ends holding the
 // group sums. C goes to memory, and each row's 16 sums take the portable chain's fma with row scale ×
@@ -79,7 +79,8 @@ inline __attribute__((always_inline)) void AddGroup(const int32_t (&sums)[kTileR
 template <bool kSecond>
 inline __attribute__((always_inline)) void IssueGroup(const Q8TokenLanes& lanes, int64_t group,
                                                       const uint8_t* unpacked, int64_t stride,
-                                                      int64_t g, int group_size, int tile_values) {
+                                                      int64_t first_element, int64_t g,
+                                                      int group_size, int tile_values) {
   ZINF_TILE_MEMORY_BARRIER();
   if constexpr (kSecond) {
     _tile_zero(5);
@@ -89,24 +90,40 @@ inline __attribute__((always_inline)) void IssueGroup(const Q8TokenLanes& lanes,
   for (int64_t e = g * group_size; e < (g + 1) * group_size; e += tile_values) {
     const std::byte* values = lanes.block(group, e / kQ4BlockElements);
     if constexpr (kSecond) {
-      _tile_loadd(1, unpacked + e, stride);
+      _tile_loadd(1, unpacked + (e - first_element), stride);
       _tile_loadd(3, values, 64);
       _tile_dpbusd(5, 1, 3);
     } else {
-      _tile_loadd(0, unpacked + e, stride);
+      _tile_loadd(0, unpacked + (e - first_element), stride);
       _tile_loadd(2, values, 64);
       _tile_dpbusd(4, 0, 2);
     }
   }
 }
 
+// The next row tile's nibbles, requested into L2 a few lines per group while this tile's products
+// run: unpacking them next would otherwise wait on DRAM for every line (TinyLlama int4 at 8
+// sequences spent 42% of its time there).
+struct NextTilePrefetch {
+  const char* next = nullptr;
+  const char* end = nullptr;
+  int64_t lines_per_group = 0;
+
+  void Step() {
+    for (int64_t i = 0; i < lines_per_group && next < end; ++i, next += 64)
+      _mm_prefetch(next, _MM_HINT_T1);
+  }
+};
+
 // Groups [g_begin, g_end) of one row tile × one token group, continuing the chains in `chains`
 // (row m's 16 token lanes). Group g's products go to tmm4 or tmm5 by parity; group g − 1's C tile
 // is stored and added while g's run.
 void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, int64_t token,
              int tokens, const uint8_t* unpacked, int64_t stride, const RowParams& params,
-             int tile_values, int64_t g_begin, int64_t g_end, float (&chains)[kTileRows][16]) {
+             int tile_values, int64_t g_begin, int64_t g_end, NextTilePrefetch* prefetch,
+             float (&chains)[kTileRows][16]) {
   const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
+  const int64_t first_element = g_begin * xa.group_size;  // unpacked's first column
   __m512 acc[kTileRows];
 #pragma GCC unroll 16
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_load_ps(chains[m]);
@@ -116,10 +133,13 @@ void AmxSpan(const Q8TokenLanes& lanes, int64_t group, const Q4Activations& xa, 
   for (int64_t g = g_begin; g <= g_end; ++g) {
     const bool even = (g - g_begin) % 2 == 0;  // group g's products go to tmm4, else tmm5
     if (g < g_end) {
+      if (prefetch != nullptr) prefetch->Step();
       if (even) {
-        IssueGroup<false>(lanes, group, unpacked, stride, g, xa.group_size, tile_values);
+        IssueGroup<false>(lanes, group, unpacked, stride, first_element, g, xa.group_size,
+                          tile_values);
       } else {
-        IssueGroup<true>(lanes, group, unpacked, stride, g, xa.group_size, tile_values);
+        IssueGroup<true>(lanes, group, unpacked, stride, first_element, g, xa.group_size,
+                         tile_values);
       }
     }
     if (g == g_begin) continue;
@@ -167,15 +187,18 @@ void StoreChains(const float (&chains)[kTileRows][16], const Q4Activations& xa, 
 }
 
 // Rows [row_begin, row_end) (a multiple of 16) × tokens [0, num_tokens). Per block of token
-// groups (sized for L2) and row tile: the rows unpacked once, then the groups in spans whose rows
-// stay in L1 while every token group of the block passes over them; the chains wait in memory
-// between spans (same fma order).
+// groups (sized for L2) and row tile: the groups in spans, each span's rows unpacked and then
+// passed over by every token group of the block while they stay in L1; the chains wait in memory
+// between spans (same fma order). The next row tile's nibbles are prefetched meanwhile.
 void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tokens,
              const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
              int64_t row_begin, int64_t row_end) {
   const int tile_values = xa.group_size % 64 == 0 ? 64 : kQ4BlockElements;
   _tile_loadconfig(tile_values == 64 ? &AmxTileConfigFor<64>() : &AmxTileConfigFor<32>());
-  const int64_t stride = Q4UnpackedStride(w);
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  const int64_t span_groups = std::max<int64_t>(1, kSpanBlocks / blocks_per_group);
+  const int64_t span_blocks = span_groups * blocks_per_group;
+  const int64_t stride = span_blocks * kQ4BlockElements;  // the unpacked span's rows
   struct alignas(64) Chains {
     float lanes[kTileRows][16];
   };
@@ -183,22 +206,29 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
   thread_local RowParams params;
   auto* unpacked = reinterpret_cast<uint8_t*>(
       AlignedThreadScratch<RowParams>(static_cast<size_t>(kTileRows * stride)));
-  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
-  const int64_t span_groups = std::max<int64_t>(1, kSpanBlocks / blocks_per_group);
   const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
   const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
   for (int64_t first = 0; first < lanes.groups; first += step) {
     const int64_t last = std::min(lanes.groups, first + step);
     if (static_cast<int64_t>(chains.size()) < last - first) chains.resize(last - first);
     for (int64_t r = row_begin; r + kTileRows <= row_end; r += kTileRows) {
-      UnpackQ4Rows(w, r, kTileRows, unpacked, stride);
       params.Load(w, r, xa.groups);
+      NextTilePrefetch prefetch;
+      if (r + 2 * kTileRows <= row_end) {
+        prefetch.next = reinterpret_cast<const char*>(w.row(r + kTileRows));
+        prefetch.end = prefetch.next + kTileRows * w.row_bytes;
+        prefetch.lines_per_group = (kTileRows * w.row_bytes / 64 + xa.groups - 1) / xa.groups;
+      }
       for (int64_t group = first; group < last; ++group) chains[group - first] = Chains{};
       for (int64_t g = 0; g < xa.groups; g += span_groups) {
         const int64_t g_end = std::min(xa.groups, g + span_groups);
+        // Unpacked span by span, just before its products: still in L1 when the tiles load it.
+        UnpackQ4Rows(w, r, kTileRows, unpacked, stride, g * blocks_per_group,
+                     g_end * blocks_per_group);
         for (int64_t group = first; group < last; ++group) {
           AmxSpan(lanes, group, xa, group * kGroupTokens, lanes.tokens_in(group, num_tokens),
-                  unpacked, stride, params, tile_values, g, g_end, chains[group - first].lanes);
+                  unpacked, stride, params, tile_values, g, g_end,
+                  group == first ? &prefetch : nullptr, chains[group - first].lanes);
         }
       }
       alignas(64) float bias_rows[kTileRows];

@@ -436,8 +436,9 @@ int64_t Q4UnpackedStride(const QuantRows& w) { return (w.row_bytes * 2 + 63) / 6
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride) {
-  const int64_t blocks = w.row_bytes / 16;
+void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride,
+                  int64_t block_begin, int64_t block_end) {
+  const int64_t blocks = std::min(block_end, w.row_bytes / 16);
   // Two blocks per step: [b0 | b0 | b1 | b1] in 128-bit lanes, the second copy of each shifted
   // right by 4 (16-bit shifts; the mask drops the neighbour byte's bits): 64 unpacked bytes.
   const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
@@ -447,13 +448,14 @@ void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64
   for (int r = 0; r < rows; ++r) {
     const uint8_t* nibbles = w.row(row + r);
     uint8_t* bytes = out + r * stride;
-    for (int64_t b = 0; b < blocks; b += 2) {
+    for (int64_t b = block_begin; b < blocks; b += 2) {
       // A last odd block: half the bytes read, half the unpacked ones written.
       const bool pair = b + 2 <= blocks;
       const __m512i two = _mm512_permutexvar_epi64(
           spread,
           _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(pair ? ~0u : 0xffffu, nibbles + b * 16)));
-      _mm512_mask_storeu_epi8(bytes + b * kQ4BlockElements, pair ? ~0ull : 0xffffffffull,
+      _mm512_mask_storeu_epi8(bytes + (b - block_begin) * kQ4BlockElements,
+                              pair ? ~0ull : 0xffffffffull,
                               _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
     }
   }

@@ -30,7 +30,9 @@ Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int6
 
 // Bytes between unpacked rows: a row's nibbles as bytes, padded to 64.
 int64_t Q4UnpackedStride(const QuantRows& w);
-// Rows [row, row + rows) as one byte per element (0..15, in element order), `stride` apart.
-void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride);
+// Rows [row, row + rows) as one byte per element (0..15, in element order), `stride` apart: the
+// blocks of 32 [block_begin, block_end) of each (block_begin even), block_begin's first.
+void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64_t stride,
+                  int64_t block_begin = 0, int64_t block_end = INT64_MAX);
 
 }  // namespace zinf::cpu
