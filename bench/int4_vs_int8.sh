@@ -28,7 +28,7 @@ synthetic_checkpoint "$zinf" "$config" "$work/tinyllama-int4-g64" int4 --group-s
 
 echo "# int4 vs int8, $(lscpu | sed -n 's/^Model name: *//p'), $threads threads"
 echo
-echo "zinf $("$zinf" --version 2>&1 | head -1), $(date -u +%F), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "zinf build: $("$zinf" --version 2>&1 | sed -n "s/^build: *//p"), $(date -u +%F), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
 # One `zinf bench` configuration: prints "prefill_tok_s decode_tok_s".
