@@ -33,8 +33,9 @@ struct alignas(64) AmxTileConfig {
 };
 
 // tmm0/1 A (16 weight rows × k_bytes), tmm2/3 B (k_bytes / 4 rows × 64 bytes: k_bytes values of 16
-// tokens in lanes, cpu/q8_token_lanes.h), tmm4/5 C (16 × 16 int32). A tdpbusd costs about the same
-// for K = 32 and K = 64 (Emerald Rapids), so the int4 kernel takes 64 where its groups allow.
+// tokens in lanes, cpu/q8_token_lanes.h), tmm4/5 C (16 × 16 int32). A tdpbusd at K = 64 costs far
+// less than two at K = 32 (Emerald Rapids, bench/amx_tile_cost.cpp), so the int4 kernel takes 64
+// where its groups allow.
 template <int k_bytes>
 const AmxTileConfig& AmxTileConfigFor() {
   static_assert(k_bytes == 32 || k_bytes == 64);

@@ -266,9 +266,9 @@ void MatMulQ4Amx(const Q4Activations& xa, const QuantRows& w, const Weight& bias
   // at most two passes of the AVX-512 kernel's 16-row tiles, or with fewer than kMinAmxTokens,
   // its pair tiles. (From three passes on, the tile pass wins: TinyLlama int4-g64 at 7 and 8
   // sequences, Emerald Rapids.)
-  const int64_t row_tile_tokens =
-      std::min(Q4RowTileTokens(xa.group_size), 2 * Q4RowTilePassTokens(xa.group_size));
-  const int64_t min_tokens = std::max(kMinAmxTokens, row_tile_tokens + 1);
+  const Q4RowTiles row_tiles = Q4RowTilesFor(xa.group_size);
+  const int64_t two_passes = std::min(row_tiles.tokens, 2 * row_tiles.tokens_per_pass);
+  const int64_t min_tokens = std::max(kMinAmxTokens, two_passes + 1);
   const int64_t rest = xa.tokens % kGroupTokens;
   const int64_t amx_tokens = rest < min_tokens ? xa.tokens - rest : xa.tokens;
   if (amx_tokens >= min_tokens && tiled_end > row_begin) {

@@ -412,19 +412,11 @@ struct Walk {
 
 }  // namespace
 
-int64_t Q4RowTileTokens(int64_t group_size) {
+Q4RowTiles Q4RowTilesFor(int64_t group_size) {
   switch (group_size / kQ4BlockElements) {
-    case 1: return Walk<1>::kRowTileTokens;
-    case 2: return Walk<2>::kRowTileTokens;
-    default: return Walk<4>::kRowTileTokens;
-  }
-}
-
-int64_t Q4RowTilePassTokens(int64_t group_size) {
-  switch (group_size / kQ4BlockElements) {
-    case 1: return Walk<1>::kDecodeTokens;
-    case 2: return Walk<2>::kDecodeTokens;
-    default: return Walk<4>::kDecodeTokens;
+    case 1: return {Walk<1>::kRowTileTokens, Walk<1>::kDecodeTokens};
+    case 2: return {Walk<2>::kRowTileTokens, Walk<2>::kDecodeTokens};
+    default: return {Walk<4>::kRowTileTokens, Walk<4>::kDecodeTokens};
   }
 }
 

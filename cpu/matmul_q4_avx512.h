@@ -19,11 +19,13 @@ void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_
                     const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
                     int64_t row_begin, int64_t row_end);
 
-// The most tokens this kernel runs as 16-row tiles at this group size (the AMX kernel leaves it
-// those: they cost less than a tile pass padded to 16 token lanes).
-int64_t Q4RowTileTokens(int64_t group_size);
-// How many tokens one pass of those tiles takes (more go in passes over the rows still in L1).
-int64_t Q4RowTilePassTokens(int64_t group_size);
+// What this kernel's 16-row tiles take at a group size: at most `tokens`, `tokens_per_pass` at a
+// time over rows still in L1 (the AMX kernel leaves them the token counts they do in few passes).
+struct Q4RowTiles {
+  int64_t tokens;
+  int64_t tokens_per_pass;
+};
+Q4RowTiles Q4RowTilesFor(int64_t group_size);
 
 // Tokens [token_begin, token_end) of xa in lanes, 16 to a group (no bias, no scales).
 Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int64_t token_end);
