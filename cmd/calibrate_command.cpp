@@ -39,6 +39,7 @@ void AddCalibrateCommand(CLI::App& app) {
                                   {"min_gbps", dram.min_gbps},
                                   {"max_gbps", dram.max_gbps},
                                   {"passes", dram.passes},
+                                  {"software_prefetch", dram.software_prefetch},
                                   {"threads", threads}}
                        .dump()
                 << "\n";

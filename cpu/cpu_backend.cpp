@@ -1,6 +1,7 @@
 // CpuBackend: element-wise and normalisation ops, plus dispatch of the matmul and attention kernels.
 #include "cpu/cpu_backend.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -8,6 +9,7 @@
 #include "cpu/matmul.h"
 #include "cpu/norm_rows.h"
 #include "cpu/silu.h"
+#include "cpu/tile_prefetch.h"
 #include "engine/error.h"
 #include "engine/quantized.h"
 
@@ -69,12 +71,19 @@ void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor ou
 
 void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
   int64_t total_rows = 0;
+  double weight_bytes = 0;
   for (const Projection& p : projections) {
     ZINF_CHECK(x.cols == p.w.cols && p.out.cols == p.w.rows && x.rows == p.out.rows,
                "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, p.w.rows, p.w.cols,
                p.out.rows, p.out.cols);
     total_rows += p.w.rows;
+    weight_bytes += static_cast<double>(TensorBytes(p.w.dtype, p.w.rows, p.w.cols, p.w.group_size));
   }
+  // One token reads every weight once: the kernels' prefetching is measured on these products.
+  const cpu::PrefetchTrial trial = x.rows == 1 && !projections.empty()
+                                       ? cpu::BeginOneTokenProduct(projections[0].w.dtype, x.cols)
+                                       : cpu::PrefetchTrial{};
+  const auto start = std::chrono::steady_clock::now();
   // One split of the projections' rows laid end to end: one pool hand-off instead of one per
   // projection, and each thread packs x once for all of them. Each thread reads its rows once
   // for every token.
@@ -94,6 +103,11 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
         }
       },
       16);
+  if (trial.key >= 0) {
+    cpu::EndOneTokenProduct(
+        trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        weight_bytes);
+  }
 }
 
 // Runs normalize(in_row, out_row) for every row of x, rows split across the pool.

@@ -16,6 +16,7 @@
 #include "cpu/matmul_i8_avx512_tiles.h"
 #include "cpu/q8_activations.h"
 #include "cpu/q8_token_lanes.h"
+#include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
 
 namespace zinf::cpu {
@@ -69,9 +70,11 @@ template <int kTokens>
 void PairWalk(const std::byte* records, const QuantRows& w, const Weight& bias, float* out,
               int64_t out_stride, int64_t row_begin, int64_t row_end) {
   constexpr int kRows = kTokens == 1 ? kDecodeRows : (kTokens <= 4 ? kPairRows : kWidePairRows);
+  // Several tokens measured faster with the prefetches on every CPU tried; one is measured.
+  const bool prefetch = kTokens > 1 || PrefetchNextTile(DType::kI8);
   int64_t r = row_begin;
   for (; r + kRows <= row_end; r += kRows) {
-    const int8_t* next = r + 2 * kRows <= row_end ? w.i8_row(r + kRows) : nullptr;
+    const int8_t* next = prefetch && r + 2 * kRows <= row_end ? w.i8_row(r + kRows) : nullptr;
     PairRows<kRows, kTokens>(records, w, bias, out, out_stride, r, next);
   }
   for (; r + 2 <= row_end; r += 2)

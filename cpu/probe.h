@@ -5,15 +5,17 @@
 
 namespace zinf::cpu {
 
-// The DRAM read rate of `num_threads` threads of zinf's pool streaming through a 1 GiB buffer
-// (each thread first-touches the part it reads, as the weights' pages are): one warm-up pass,
-// then `passes` timed ones. The median is the figure the planner and the bench scripts use; the
-// spread says how far to trust it.
+// The DRAM read rate of `num_threads` threads of zinf's pool reading a 1 GiB buffer as the
+// one-token kernels read weights (several rows at once; each thread first-touches the part it
+// reads, as the weights' pages are): one warm-up pass, then `passes` timed ones with software
+// prefetches and as many without, alternating. The faster median is the figure the planner and
+// the bench scripts use; its passes' spread says how far to trust it.
 struct DramReadRate {
   double median_gbps = 0;
   double min_gbps = 0;
   double max_gbps = 0;
   int passes = 0;
+  bool software_prefetch = false;  // whether the faster passes requested lines ahead
 };
 DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 

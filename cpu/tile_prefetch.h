@@ -1,0 +1,28 @@
+// Whether one-token products ask for the next row tile with software prefetches. On some CPUs the
+// hardware prefetchers alone read the weights faster, on others the requests are what keeps DRAM
+// busy, and it differs by kernel, so each process measures it on its first one-token products.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/dtype.h"
+
+namespace zinf::cpu {
+
+// What the one-token kernels for `weights` do now: on until a measurement says otherwise.
+bool PrefetchNextTile(DType weights);
+
+// One timed product: which setting it ran with, and which measurement it belongs to (none when
+// that weight type and row width are decided).
+struct PrefetchTrial {
+  int key = -1;
+  bool prefetch = true;
+};
+
+// Sets PrefetchNextTile(weights) for the coming one-token product over rows of `cols` values: the
+// first products of each weight type and row width alternate off and on; once each setting has
+// been timed a few times the faster one (median bytes per second) stays. Thread-safe.
+PrefetchTrial BeginOneTokenProduct(DType weights, int64_t cols);
+void EndOneTokenProduct(const PrefetchTrial& trial, double seconds, double weight_bytes);
+
+}  // namespace zinf::cpu
