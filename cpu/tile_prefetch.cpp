@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kDTypes = 5;
 // Products timed per setting: enough for a median that one slow product (an interrupt, the other
-// tenant of a VM) cannot move; a 22-layer model decides within its first two tokens.
+// tenant of a VM) cannot move; a 22-layer model decides in its first decode step.
 constexpr int kTrialsPerSetting = 7;
 // Off only when clearly faster: with the requests is what the kernels were tuned with.
 constexpr double kMargin = 1.03;
