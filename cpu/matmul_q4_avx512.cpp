@@ -4,7 +4,8 @@
 // against a token's block broadcast to both halves, vpdpbusd leaving 8 lane sums per half, eight
 // registers reduced together into 16 group sums. More tokens take token lanes: 16 tokens' values
 // in the lanes (cpu/q8_token_lanes.h, the AMX B layout) against a dword of unpacked nibbles
-// broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction.
+// broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction. 1-4 tokens take
+// the 16-row tiles of cpu/matmul_q4_decode_tiles.h.
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <utility>
 
+#include "cpu/matmul_q4_avx512_blocks.h"
+#include "cpu/matmul_q4_decode_tiles.h"
 #include "cpu/reduce_avx512.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
@@ -23,44 +26,17 @@ namespace zinf::cpu {
 
 namespace {
 
+using namespace q4_avx512;
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#ifndef ZINF_Q4_INLINE
 #define ZINF_Q4_INLINE inline __attribute__((always_inline))
-
-// Block `b` of rows a and b as [a's 32 nibbles | b's 32 nibbles], one byte each: the 16 bytes of
-// each row in two 128-bit lanes, the second shifted right by 4 (16-bit shifts; the mask drops the
-// neighbour byte's bits).
-ZINF_Q4_INLINE __m512i UnpackPair(const uint8_t* a, const uint8_t* b, int64_t block) {
-  const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
-                                          0x0004000400040004, 0x0004000400040004, 0, 0);
-  __m512i both =
-      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * block)));
-  both = _mm512_mask_broadcast_i32x4(
-      both, 0xff00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * block)));
-  return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0f));
-}
-
-// Group g's share of the next row tile: its nibbles (from `next`, its first row) and its
-// parameters (from `next_params`, its first row's).
-template <int kRows, int kBlocks>
-ZINF_Q4_INLINE void PrefetchGroupShare(const uint8_t* next, const uint16_t* next_params,
-                                       int64_t g) {
-  const char* nibbles = reinterpret_cast<const char*>(next) + g * kRows * kBlocks * 16;
-#pragma GCC unroll 16
-  for (int line = 0; line < (kRows * kBlocks * 16 + 63) / 64; ++line)
-    _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(next_params) + g * kRows * 4, _MM_HINT_T0);
-}
-
-// Block b of a token's int8 values (from x), in both 256-bit halves.
-ZINF_Q4_INLINE __m512i BroadcastTokenBlock(const int8_t* x, int b) {
-  return _mm512_broadcast_i64x4(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
-}
+#endif
 
 // The tile's row scales of group g, row r in lane r (F16C converts what F16ToF32 would).
 template <int kRows>
@@ -162,106 +138,6 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   MinimumChains<kRows, kTokens>(xa, token, w, row, minimums);
   ForEachPairTileLane<kRows, kTokens>(
       acc, [&](int r, int t, float value) { results[r][t] = value + minimums[r][t]; });
-}
-
-// Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
-// DecodeLaneRow(l). The rows' parameters are converted 16 groups at a time and transposed into
-// that lane order, so a group costs one load for its scales and one fma per token for the
-// minimums' chain (lanes are rows) where converting them one by one cost more than the products;
-// the unpacked nibbles serve every token of the tile.
-constexpr int kDecodeRows = 16;
-constexpr int DecodeLaneRow(int lane) { return 2 * ReducedRegister(lane) + ReducedHalf(lane); }
-
-// Groups [g0, g0 + count) (count ≤ 16): scales[j] lane l = row DecodeLaneRow(l)'s scale of group
-// g0 + j, minimums likewise (F16C converts what F16ToF32 would).
-ZINF_Q4_INLINE void LaneOrderedParams(const uint16_t* const (&params)[kDecodeRows], int64_t g0,
-                                      int count, float (&scales)[16][16],
-                                      float (&minimums)[16][16]) {
-  const auto mask = static_cast<__mmask16>((1u << count) - 1);
-  __m512 vectors[16];
-#pragma GCC unroll 16
-  for (int l = 0; l < 16; ++l) {
-    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params[DecodeLaneRow(l)] + 2 * g0);
-    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
-  }
-  Transpose16(vectors);
-#pragma GCC unroll 16
-  for (int j = 0; j < 16; ++j) _mm512_store_ps(scales[j], vectors[j]);
-#pragma GCC unroll 16
-  for (int l = 0; l < 16; ++l) {
-    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, params[DecodeLaneRow(l)] + 2 * g0);
-    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
-  }
-  Transpose16(vectors);
-#pragma GCC unroll 16
-  for (int j = 0; j < 16; ++j) _mm512_store_ps(minimums[j], vectors[j]);
-}
-
-// Rows [row, row + 16) × tokens [token, token + kTokens): PairTile's arithmetic per row and
-// token. `prefetch`, when set, is the next tile's first row.
-template <int kBlocks, int kTokens>
-void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-                const uint8_t* prefetch, float (&results)[kDecodeRows][kTokens]) {
-  constexpr int kPairs = kDecodeRows / 2;
-  const uint8_t* rows[kDecodeRows];
-  const uint16_t* params[kDecodeRows];
-#pragma GCC unroll 16
-  for (int r = 0; r < kDecodeRows; ++r) {
-    rows[r] = w.row(row + r);
-    params[r] = w.q4_params(row + r);
-  }
-  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
-  __m512 acc[kTokens], minimum_chains[kTokens];
-#pragma GCC unroll 4
-  for (int t = 0; t < kTokens; ++t) acc[t] = minimum_chains[t] = _mm512_setzero_ps();
-  for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
-    const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
-    alignas(64) float scales[16][16], minimums[16][16];
-    LaneOrderedParams(params, g0, count, scales, minimums);
-    for (int j = 0; j < count; ++j) {
-      const int64_t g = g0 + j;
-      if (prefetch != nullptr) PrefetchGroupShare<kDecodeRows, kBlocks>(prefetch, next_params, g);
-      // One token unpacks block by block; several keep the group's unpacked blocks for every
-      // token (kBlocks · 8 registers: Walk's kDecodeTokens keeps that within the 32).
-      __m512i wv[kBlocks][kPairs];
-      if constexpr (kTokens > 1) {
-#pragma GCC unroll 4
-        for (int b = 0; b < kBlocks; ++b) {
-#pragma GCC unroll 8
-          for (int p = 0; p < kPairs; ++p)
-            wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
-        }
-      }
-      const __m512 row_scales = _mm512_load_ps(scales[j]);
-      const __m512 row_minimums = _mm512_load_ps(minimums[j]);
-#pragma GCC unroll 4
-      for (int t = 0; t < kTokens; ++t) {
-        const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
-        __m512i sums[kPairs];
-#pragma GCC unroll 4
-        for (int b = 0; b < kBlocks; ++b) {
-          const __m512i xv = BroadcastTokenBlock(x, b);
-#pragma GCC unroll 8
-          for (int p = 0; p < kPairs; ++p) {
-            if constexpr (kTokens == 1)
-              wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
-            sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], wv[b][p], xv);
-          }
-        }
-        const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token + t, g)));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc[t]);
-        minimum_chains[t] = _mm512_fmadd_ps(
-            row_minimums, _mm512_set1_ps(xa.min_factor(token + t, g)), minimum_chains[t]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < kTokens; ++t) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(acc[t], minimum_chains[t]));
-#pragma GCC unroll 16
-    for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][t] = lanes[l];
-  }
 }
 
 // Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
@@ -377,7 +253,15 @@ struct Walk {
   template <int kTokens>
   void DecodeTokensOf(int64_t token, int64_t r, const uint8_t* next) const {
     float results[kDecodeRows][kTokens];
-    DecodeTile<kBlocks, kTokens>(xa, token, w, r, next, results);
+    if constexpr (kTokens == 1) {
+      if (xa.groups * kBlocks % 4 == 0) {
+        DecodeQuadTile<kBlocks>(xa, token, w, r, next, results);
+      } else {
+        DecodeTile<kBlocks, 1>(xa, token, w, r, next, results);
+      }
+    } else {
+      DecodeTile<kBlocks, kTokens>(xa, token, w, r, next, results);
+    }
     StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, r, token);
   }
 

@@ -1,0 +1,230 @@
+// The AVX-512 int4 kernel's 16-row tiles for a few tokens (decode, an expert's few rows), used by
+// cpu/matmul_q4_avx512.cpp: DecodeTile for 1-4 tokens, DecodeQuadTile for one token over rows of
+// whole lines. Both keep the portable chain's group sums and float steps per row and token.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/matmul_q4_avx512_blocks.h"
+#include "cpu/q4_activations.h"
+#include "cpu/quant_rows.h"
+#include "cpu/reduce_avx512.h"
+#include "cpu/transpose_avx512.h"
+
+namespace zinf::cpu::q4_avx512 {
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source, which
+// -W(maybe-)uninitialized reports once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#ifndef ZINF_Q4_INLINE
+#define ZINF_Q4_INLINE inline __attribute__((always_inline))
+#endif
+
+// Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
+// DecodeLaneRow(l). The rows' parameters are converted 16 groups at a time and transposed into
+// that lane order, so a group costs one load for its scales and one fma per token for the
+// minimums' chain (lanes are rows) where converting them one by one cost more than the products;
+// the unpacked nibbles serve every token of the tile.
+constexpr int kDecodeRows = 16;
+constexpr int DecodeLaneRow(int lane) { return 2 * ReducedRegister(lane) + ReducedHalf(lane); }
+
+// Groups [g0, g0 + count) (count ≤ 16): scales[j] lane l = the scale of group g0 + j in the row
+// whose parameters are lane_params[l], minimums likewise (F16C converts what F16ToF32 would).
+ZINF_Q4_INLINE void LaneOrderedParams(const uint16_t* const (&lane_params)[kDecodeRows], int64_t g0,
+                                      int count, float (&scales)[16][16],
+                                      float (&minimums)[16][16]) {
+  const auto mask = static_cast<__mmask16>((1u << count) - 1);
+  __m512 vectors[16];
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; ++l) {
+    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, lane_params[l] + 2 * g0);
+    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+  }
+  Transpose16(vectors);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) _mm512_store_ps(scales[j], vectors[j]);
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; ++l) {
+    const __m512i pairs = _mm512_maskz_loadu_epi32(mask, lane_params[l] + 2 * g0);
+    vectors[l] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
+  }
+  Transpose16(vectors);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) _mm512_store_ps(minimums[j], vectors[j]);
+}
+
+// Rows [row, row + 16) × tokens [token, token + kTokens): PairTile's arithmetic per row and
+// token. `prefetch`, when set, is the next tile's first row.
+template <int kBlocks, int kTokens>
+void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
+                const uint8_t* prefetch, float (&results)[kDecodeRows][kTokens]) {
+  constexpr int kPairs = kDecodeRows / 2;
+  const uint8_t* rows[kDecodeRows];
+  const uint16_t* lane_params[kDecodeRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kDecodeRows; ++r) {
+    rows[r] = w.row(row + r);
+    lane_params[r] = w.q4_params(row + DecodeLaneRow(r));
+  }
+  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
+  __m512 acc[kTokens], minimum_chains[kTokens];
+#pragma GCC unroll 4
+  for (int t = 0; t < kTokens; ++t) acc[t] = minimum_chains[t] = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
+    const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
+    alignas(64) float scales[16][16], minimums[16][16];
+    LaneOrderedParams(lane_params, g0, count, scales, minimums);
+    for (int j = 0; j < count; ++j) {
+      const int64_t g = g0 + j;
+      if (prefetch != nullptr) PrefetchGroupShare<kDecodeRows, kBlocks>(prefetch, next_params, g);
+      // One token unpacks block by block; several keep the group's unpacked blocks for every
+      // token (kBlocks · 8 registers: Walk's kDecodeTokens keeps that within the 32).
+      __m512i wv[kBlocks][kPairs];
+      if constexpr (kTokens > 1) {
+#pragma GCC unroll 4
+        for (int b = 0; b < kBlocks; ++b) {
+#pragma GCC unroll 8
+          for (int p = 0; p < kPairs; ++p)
+            wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
+        }
+      }
+      const __m512 row_scales = _mm512_load_ps(scales[j]);
+      const __m512 row_minimums = _mm512_load_ps(minimums[j]);
+#pragma GCC unroll 4
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* x = xa.token_values(token + t) + g * kBlocks * kQ4BlockElements;
+        __m512i sums[kPairs];
+#pragma GCC unroll 4
+        for (int b = 0; b < kBlocks; ++b) {
+          const __m512i xv = BroadcastTokenBlock(x, b);
+#pragma GCC unroll 8
+          for (int p = 0; p < kPairs; ++p) {
+            if constexpr (kTokens == 1)
+              wv[b][p] = UnpackPair(rows[2 * p], rows[2 * p + 1], g * kBlocks + b);
+            sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], wv[b][p], xv);
+          }
+        }
+        const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token + t, g)));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc[t]);
+        minimum_chains[t] = _mm512_fmadd_ps(
+            row_minimums, _mm512_set1_ps(xa.min_factor(token + t, g)), minimum_chains[t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < kTokens; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, _mm512_add_ps(acc[t], minimum_chains[t]));
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][t] = lanes[l];
+  }
+}
+
+// Quad q's four block sums of 16 rows against one token's values x: sums[i] lane r = row r's sum
+// for block 4q + i. A row's quad is one line, each 128-bit lane one block's 16 bytes, whose low
+// nibbles are the block's values 0-15 and high nibbles 16-31: two vpdpbusd against the token's
+// blocks split the same way leave each lane's four dwords summing to its block's sum.
+ZINF_Q4_INLINE void QuadBlockSums(const uint8_t* const (&rows)[kDecodeRows], int64_t q,
+                                  const int8_t* x, __m512i (&sums)[4]) {
+  const __m512i first = _mm512_loadu_si512(x + 128 * q);  // blocks 4q, 4q + 1: 32 values each
+  const __m512i second = _mm512_loadu_si512(x + 128 * q + 64);
+  const __m512i x_low = _mm512_shuffle_i32x4(first, second, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m512i x_high = _mm512_shuffle_i32x4(first, second, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  __m512i row_sums[kDecodeRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kDecodeRows; ++r) {
+    const __m512i packed = _mm512_loadu_si512(rows[r] + 64 * q);
+    const __m512i low = _mm512_and_si512(packed, nibble);
+    const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    row_sums[r] =
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), low, x_low), high, x_high);
+  }
+  // Each lane's four dwords to one: rows in pairs, then in fours (lane i of quads[k] holds rows
+  // 4k .. 4k + 3 of block i), then the 128-bit lanes transposed (integer adds: any grouping gives
+  // the same sums).
+  __m512i pairs[8], quads[4];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) pairs[p] = AddPairs(row_sums[2 * p], row_sums[2 * p + 1]);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) quads[k] = AddLast(pairs[2 * k], pairs[2 * k + 1]);
+  const __m512i low01 = _mm512_shuffle_i32x4(quads[0], quads[1], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i high01 = _mm512_shuffle_i32x4(quads[0], quads[1], _MM_SHUFFLE(3, 2, 3, 2));
+  const __m512i low23 = _mm512_shuffle_i32x4(quads[2], quads[3], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i high23 = _mm512_shuffle_i32x4(quads[2], quads[3], _MM_SHUFFLE(3, 2, 3, 2));
+  sums[0] = _mm512_shuffle_i32x4(low01, low23, _MM_SHUFFLE(2, 0, 2, 0));
+  sums[1] = _mm512_shuffle_i32x4(low01, low23, _MM_SHUFFLE(3, 1, 3, 1));
+  sums[2] = _mm512_shuffle_i32x4(high01, high23, _MM_SHUFFLE(2, 0, 2, 0));
+  sums[3] = _mm512_shuffle_i32x4(high01, high23, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+// One token over rows [row, row + 16) whose rows are whole quads (four blocks, a line): DecodeTile's
+// group sums and float steps for each row (so the same bits), its sums formed a line per row and
+// load, about half DecodeTile's instructions per byte. Emerald Rapids VM, groups of 32: weights in
+// L2, one thread, 14.0 vs 8.7 GB/s; 110M-shape decode (weights in L3) ~1.1x; 1.1B from DRAM
+// unchanged (~25 tok/s): there the reads are what bounds it, 16 rows of 1 KiB being short
+// streams for the hardware prefetchers.
+template <int kBlocks>
+void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
+                    const uint8_t* prefetch, float (&results)[kDecodeRows][1]) {
+  constexpr int kGroupsPerQuad = 4 / kBlocks;
+  const uint8_t* rows[kDecodeRows];
+  const uint16_t* params[kDecodeRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kDecodeRows; ++r) {
+    rows[r] = w.row(row + r);
+    params[r] = w.q4_params(row + r);
+  }
+  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
+  const int8_t* x = xa.token_values(token);
+  __m512 acc = _mm512_setzero_ps(), minimum_chain = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
+    const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
+    alignas(64) float scales[16][16], minimums[16][16];
+    LaneOrderedParams(params, g0, count, scales, minimums);
+    for (int j = 0; j < count; j += kGroupsPerQuad) {
+      const int64_t q = (g0 + j) / kGroupsPerQuad;
+      if (prefetch != nullptr) {
+        // The next tile's bytes in order, a quad's share (16 lines) per quad, into L2: into L1 they
+        // held the fill buffers the current tile's loads wait on (DRAM-resident 5632 × 2048,
+        // 2 threads: ~15 vs ~17 GB/s; two tiles ahead, ~16).
+        const char* next = reinterpret_cast<const char*>(prefetch) + q * kDecodeRows * 64;
+#pragma GCC unroll 16
+        for (int line = 0; line < kDecodeRows; ++line) _mm_prefetch(next + 64 * line, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(next_params) + (g0 + j) * kDecodeRows * 4,
+                     _MM_HINT_T1);
+      }
+      __m512i block_sums[4];
+      QuadBlockSums(rows, q, x, block_sums);
+#pragma GCC unroll 4
+      for (int k = 0; k < kGroupsPerQuad; ++k) {
+        const int64_t g = g0 + j + k;
+        __m512i sum = block_sums[k * kBlocks];
+#pragma GCC unroll 4
+        for (int b = 1; b < kBlocks; ++b) sum = _mm512_add_epi32(sum, block_sums[k * kBlocks + b]);
+        const __m512 factors =
+            _mm512_mul_ps(_mm512_load_ps(scales[j + k]), _mm512_set1_ps(xa.scale(token, g)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), factors, acc);
+        minimum_chain = _mm512_fmadd_ps(_mm512_load_ps(minimums[j + k]),
+                                        _mm512_set1_ps(xa.min_factor(token, g)), minimum_chain);
+      }
+    }
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(acc, minimum_chain));
+#pragma GCC unroll 16
+  for (int r = 0; r < kDecodeRows; ++r) results[r][0] = lanes[r];
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+}  // namespace zinf::cpu::q4_avx512
