@@ -5,7 +5,7 @@
 // registers reduced together into 16 group sums. More tokens take token lanes: 16 tokens' values
 // in the lanes (cpu/q8_token_lanes.h, the AMX B layout) against a dword of unpacked nibbles
 // broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction. 1-4 tokens take
-// the 16-row tiles of cpu/matmul_q4_decode_tiles.h.
+// the 16-row tiles of cpu/matmul_q4_avx512_tiles.h.
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
@@ -14,8 +14,7 @@
 #include <cstring>
 #include <utility>
 
-#include "cpu/matmul_q4_avx512_blocks.h"
-#include "cpu/matmul_q4_decode_tiles.h"
+#include "cpu/matmul_q4_avx512_tiles.h"
 #include "cpu/reduce_avx512.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
@@ -33,10 +32,6 @@ using namespace q4_avx512;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-
-#ifndef ZINF_Q4_INLINE
-#define ZINF_Q4_INLINE inline __attribute__((always_inline))
-#endif
 
 // The tile's row scales of group g, row r in lane r (F16C converts what F16ToF32 would).
 template <int kRows>

@@ -1,6 +1,7 @@
-// The AVX-512 int4 kernel's 16-row tiles for a few tokens (decode, an expert's few rows), used by
-// cpu/matmul_q4_avx512.cpp: DecodeTile for 1-4 tokens, DecodeQuadTile for one token over rows of
-// whole lines. Both keep the portable chain's group sums and float steps per row and token.
+// The AVX-512 int4 kernel's block steps and its 16-row tiles for a few tokens (decode, an expert's
+// few rows), used by cpu/matmul_q4_avx512.cpp: DecodeTile for 1-4 tokens, DecodeQuadTile for one
+// token over rows of whole lines. Both keep the portable chain's group sums and float steps per row
+// and token.
 #pragma once
 
 #include <immintrin.h>
@@ -8,11 +9,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cpu/matmul_q4_avx512_blocks.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx512.h"
 #include "cpu/transpose_avx512.h"
+#include "engine/quantized.h"
 
 namespace zinf::cpu::q4_avx512 {
 
@@ -27,6 +28,37 @@ namespace zinf::cpu::q4_avx512 {
 #ifndef ZINF_Q4_INLINE
 #define ZINF_Q4_INLINE inline __attribute__((always_inline))
 #endif
+
+// Block `b` of rows a and b as [a's 32 nibbles | b's 32 nibbles], one byte each: the 16 bytes of
+// each row in two 128-bit lanes, the second shifted right by 4 (16-bit shifts; the mask drops the
+// neighbour byte's bits).
+ZINF_Q4_INLINE __m512i UnpackPair(const uint8_t* a, const uint8_t* b, int64_t block) {
+  const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
+                                          0x0004000400040004, 0x0004000400040004, 0, 0);
+  __m512i both =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * block)));
+  both = _mm512_mask_broadcast_i32x4(
+      both, 0xff00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * block)));
+  return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0f));
+}
+
+// Group g's share of the next row tile: its nibbles (from `next`, its first row) and its
+// parameters (from `next_params`, its first row's).
+template <int kRows, int kBlocks>
+ZINF_Q4_INLINE void PrefetchGroupShare(const uint8_t* next, const uint16_t* next_params,
+                                       int64_t g) {
+  const char* nibbles = reinterpret_cast<const char*>(next) + g * kRows * kBlocks * 16;
+#pragma GCC unroll 16
+  for (int line = 0; line < (kRows * kBlocks * 16 + 63) / 64; ++line)
+    _mm_prefetch(nibbles + 64 * line, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(next_params) + g * kRows * 4, _MM_HINT_T0);
+}
+
+// Block b of a token's int8 values (from x), in both 256-bit halves.
+ZINF_Q4_INLINE __m512i BroadcastTokenBlock(const int8_t* x, int b) {
+  return _mm512_broadcast_i64x4(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
+}
 
 // Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
 // DecodeLaneRow(l). The rows' parameters are converted 16 groups at a time and transposed into
