@@ -6,7 +6,9 @@
 # an F32 GGUF with bench/zinf_to_gguf.py (same numbers, q/k rows permuted to llama.cpp's RoPE layout),
 # then runs llama-bench (tg64 = batch-1 decode, pp128 / pp512 = prefill of one prompt),
 # llama-batched-bench (decode of 8 and 32 sequences at once) and zinf bench the same ways, resident
-# weights, one after the other per row. Int8 rows compare `zinf convert --dtype int8`
+# weights, one after the other per row (--rounds N: N alternating rounds of both tools, each side's
+# median of its rounds, the spread across rounds as ±: on a host whose speed drifts over minutes the
+# two tools then see the same stretches of it). Int8 rows compare `zinf convert --dtype int8`
 # with llama-quantize's Q8_0 of the same F32 GGUF, int4 rows int4 in groups of 32 with Q4_0; they
 # are skipped when zinf refuses the dtype.
 # It also measures the DRAM read bandwidth with all cores (`zinf calibrate --dram-only`: median and
@@ -18,7 +20,8 @@
 #
 # Usage: bench/vs_llamacpp.sh [LLAMACPP_BIN] [options]      (or LLAMACPP_BIN=... in the environment)
 #   --shapes 110m,1b   --dtypes f32,int8[,int4]   --threads N (default: nproc)   --repeat N (default 3)
-#   --seed N (default 1)   --out FILE.md (also write the report there)   --fresh (rebuild the cache)
+#   --rounds N (default 1)   --seed N (default 1)   --out FILE.md (also write the report there)
+#   --fresh (rebuild the cache)
 # Environment: ZINF_BUILD_DIR (default build/), ZINF_BENCH_DIR (cache; default $ZINF_BUILD_DIR/bench-work),
 #   ZINF_DRAM_GBPS (skip the bandwidth measurement and use this figure).
 # Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
@@ -32,6 +35,7 @@ shapes=110m,1b
 dtypes=f32,int8
 threads=$(nproc)
 repeat=3
+rounds=1
 seed=1
 out_file=
 fresh=0
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
     --dtypes) dtypes=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --out) out_file=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
@@ -202,6 +207,24 @@ print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], p5["prefill_tok_s"][
 EOF
 }
 
+# Rounds' results ("pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32" per line, both tools alike) ->
+# one line: the median of each measure over the rounds; as its spread, the rounds' standard
+# deviation (one round: the tool's own).
+combine_rounds() {
+  "$py" -c '
+import statistics, sys
+rounds = [[float(v) for v in line.split()] for line in sys.stdin if line.strip()]
+out = []
+for i in range(8):
+    values = [r[i] for r in rounds]
+    if i in (1, 3, 5):  # the spreads
+        means = [r[i - 1] for r in rounds]
+        out.append(statistics.stdev(means) if len(rounds) > 1 else values[0])
+    else:
+        out.append(statistics.median(values))
+print(*out)'
+}
+
 rows="$work/rows.tsv"
 : > "$rows"
 IFS=, read -ra shape_list <<< "$shapes"
@@ -231,11 +254,18 @@ for shape in "${shape_list[@]}"; do
     gguf=$(gguf_file "$shape" "$gtype")
     zbytes=$(bytes_per_token zinf "$zdir")
     lbytes=$(bytes_per_token gguf "$gguf")
-    note "$shape $label: llama-bench on $(basename "$gguf")"
-    res=$(llama_bench "$gguf"); read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd <<< "$res"
-    res=$(llama_batched "$gguf"); read -r l_b8 l_b32 <<< "$res"
-    note "$shape $label: zinf bench on $(basename "$zdir")"
-    res=$(zinf_bench "$zdir"); read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 <<< "$res"
+    peer_rounds=
+    zinf_rounds=
+    for ((round = 1; round <= rounds; round++)); do
+      note "$shape $label: llama-bench on $(basename "$gguf") (round $round of $rounds)"
+      peer_rounds+="$(llama_bench "$gguf") $(llama_batched "$gguf")"$'\n'
+      note "$shape $label: zinf bench on $(basename "$zdir") (round $round of $rounds)"
+      zinf_rounds+="$(zinf_bench "$zdir")"$'\n'
+    done
+    res=$(combine_rounds <<< "$peer_rounds")
+    read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 <<< "$res"
+    res=$(combine_rounds <<< "$zinf_rounds")
+    read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 <<< "$res"
     row() {
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" "$zbytes" "$lbytes" \
         >> "$rows"
@@ -265,14 +295,15 @@ VS_SIMD=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' '
 VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)
 VS_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 export VS_PEER VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
-report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" <<'EOF'
+report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" "$rounds" <<'EOF'
 import os, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-bw, threads, repeat = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4]
+bw, threads, repeat, rounds = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4], int(sys.argv[5])
 l3 = int(os.environ["VS_L3"] or 0)
 peer = os.environ["VS_PEER"]
-print("zinf %s vs %s %s; %s threads, %s repeats"
-      % (os.environ["VS_ZINF_VERSION"], peer, os.environ["VS_LLAMA_COMMIT"], threads, repeat))
+print("zinf %s vs %s %s; %s threads, %s repeats%s"
+      % (os.environ["VS_ZINF_VERSION"], peer, os.environ["VS_LLAMA_COMMIT"], threads, repeat,
+         "" if rounds == 1 else "; medians of %d alternating rounds, ± the rounds' spread" % rounds))
 print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate --dram-only`) "
       "%.1f GB/s, median (%s); load average at the end %s"
       % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2", l3 >> 20, threads,
