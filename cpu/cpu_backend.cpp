@@ -71,13 +71,11 @@ void CpuBackend::MatMul(Tensor x, const Weight& w, const Weight& bias, Tensor ou
 
 void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
   int64_t total_rows = 0;
-  double weight_bytes = 0;
   for (const Projection& p : projections) {
     ZINF_CHECK(x.cols == p.w.cols && p.out.cols == p.w.rows && x.rows == p.out.rows,
                "matmul shapes [{},{}] x [{},{}]ᵀ -> [{},{}]", x.rows, x.cols, p.w.rows, p.w.cols,
                p.out.rows, p.out.cols);
     total_rows += p.w.rows;
-    weight_bytes += static_cast<double>(TensorBytes(p.w.dtype, p.w.rows, p.w.cols, p.w.group_size));
   }
   // One token reads every weight once: the kernels' prefetching is measured on these products.
   const cpu::PrefetchTrial trial = x.rows == 1 && !projections.empty()
@@ -104,9 +102,14 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
       },
       16);
   if (trial.key >= 0) {
-    cpu::EndOneTokenProduct(
-        trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        weight_bytes);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double weight_bytes = 0;
+    for (const Projection& p : projections) {
+      weight_bytes +=
+          static_cast<double>(TensorBytes(p.w.dtype, p.w.rows, p.w.cols, p.w.group_size));
+    }
+    cpu::EndOneTokenProduct(trial, seconds, weight_bytes);
   }
 }
 

@@ -70,8 +70,7 @@ template <int kTokens>
 void PairWalk(const std::byte* records, const QuantRows& w, const Weight& bias, float* out,
               int64_t out_stride, int64_t row_begin, int64_t row_end) {
   constexpr int kRows = kTokens == 1 ? kDecodeRows : (kTokens <= 4 ? kPairRows : kWidePairRows);
-  // Several tokens measured faster with the prefetches on every CPU tried; one is measured.
-  const bool prefetch = kTokens > 1 || PrefetchNextTile(DType::kI8);
+  const bool prefetch = PrefetchNextTile(DType::kI8, kTokens);
   int64_t r = row_begin;
   for (; r + kRows <= row_end; r += kRows) {
     const int8_t* next = prefetch && r + 2 * kRows <= row_end ? w.i8_row(r + kRows) : nullptr;

@@ -209,7 +209,7 @@ struct Walk {
   }
   template <int kRows>
   void PairRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
-    const bool prefetch = count > 1 || PrefetchNextTile(DType::kQ4);
+    const bool prefetch = PrefetchNextTile(DType::kQ4, count);
     int64_t r = row_begin;
     for (; r + kRows <= row_end; r += kRows) {
       const uint8_t* next = prefetch && r + 2 * kRows <= row_end ? w.row(r + kRows) : nullptr;
@@ -228,8 +228,7 @@ struct Walk {
   // Tokens [token, token + count) (count ≤ kPairTokens) over rows [row_begin, row_end): each
   // 16-row tile takes the tokens kDecodeTokens at a time, its rows still in L1 for the next.
   void DecodeRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
-    // Several tokens measured faster with the prefetches on every CPU tried; one is measured.
-    const bool prefetch = count > 1 || PrefetchNextTile(DType::kQ4);
+    const bool prefetch = PrefetchNextTile(DType::kQ4, count);
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows) {
       const uint8_t* next =

@@ -93,6 +93,25 @@ ZINF_Q4_INLINE void LaneOrderedParams(const uint16_t* const (&lane_params)[kDeco
   for (int j = 0; j < 16; ++j) _mm512_store_ps(minimums[j], vectors[j]);
 }
 
+// One token's float steps over 16 rows in lanes: per group, acc = fma(float(sum), row scale ×
+// token scale, acc) and the minimums' own chain, added at the end (the portable chain's steps, so
+// every tile that uses it gives the same bits).
+struct RowChains {
+  __m512 acc, minimums;
+
+  ZINF_Q4_INLINE RowChains() : acc(_mm512_setzero_ps()), minimums(_mm512_setzero_ps()) {}
+
+  ZINF_Q4_INLINE void AddGroup(__m512i sum, __m512 row_scales, __m512 row_minimums,
+                               const Q4Activations& xa, int64_t token, int64_t g) {
+    const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token, g)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), factors, acc);
+    minimums = _mm512_fmadd_ps(row_minimums, _mm512_set1_ps(xa.min_factor(token, g)), minimums);
+  }
+  ZINF_Q4_INLINE void Store(float (&lanes)[16]) const {
+    _mm512_storeu_ps(lanes, _mm512_add_ps(acc, minimums));
+  }
+};
+
 // Rows [row, row + 16) × tokens [token, token + kTokens): PairTile's arithmetic per row and
 // token. `prefetch`, when set, is the next tile's first row.
 template <int kBlocks, int kTokens>
@@ -107,9 +126,7 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
     lane_params[r] = w.q4_params(row + DecodeLaneRow(r));
   }
   const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
-  __m512 acc[kTokens], minimum_chains[kTokens];
-#pragma GCC unroll 4
-  for (int t = 0; t < kTokens; ++t) acc[t] = minimum_chains[t] = _mm512_setzero_ps();
+  RowChains chains[kTokens];
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
     const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
     alignas(64) float scales[16][16], minimums[16][16];
@@ -144,17 +161,14 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
             sums[p] = _mm512_dpbusd_epi32(b == 0 ? _mm512_setzero_si512() : sums[p], wv[b][p], xv);
           }
         }
-        const __m512 factors = _mm512_mul_ps(row_scales, _mm512_set1_ps(xa.scale(token + t, g)));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums)), factors, acc[t]);
-        minimum_chains[t] = _mm512_fmadd_ps(
-            row_minimums, _mm512_set1_ps(xa.min_factor(token + t, g)), minimum_chains[t]);
+        chains[t].AddGroup(ReduceEight(sums), row_scales, row_minimums, xa, token + t, g);
       }
     }
   }
 #pragma GCC unroll 4
   for (int t = 0; t < kTokens; ++t) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(acc[t], minimum_chains[t]));
+    float lanes[16];
+    chains[t].Store(lanes);
 #pragma GCC unroll 16
     for (int l = 0; l < 16; ++l) results[DecodeLaneRow(l)][t] = lanes[l];
   }
@@ -217,7 +231,7 @@ void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, 
   }
   const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
   const int8_t* x = xa.token_values(token);
-  __m512 acc = _mm512_setzero_ps(), minimum_chain = _mm512_setzero_ps();
+  RowChains chains;
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
     const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
     alignas(64) float scales[16][16], minimums[16][16];
@@ -242,16 +256,13 @@ void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, 
         __m512i sum = block_sums[k * kBlocks];
 #pragma GCC unroll 4
         for (int b = 1; b < kBlocks; ++b) sum = _mm512_add_epi32(sum, block_sums[k * kBlocks + b]);
-        const __m512 factors =
-            _mm512_mul_ps(_mm512_load_ps(scales[j + k]), _mm512_set1_ps(xa.scale(token, g)));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), factors, acc);
-        minimum_chain = _mm512_fmadd_ps(_mm512_load_ps(minimums[j + k]),
-                                        _mm512_set1_ps(xa.min_factor(token, g)), minimum_chain);
+        chains.AddGroup(sum, _mm512_load_ps(scales[j + k]), _mm512_load_ps(minimums[j + k]), xa,
+                        token, g);
       }
     }
   }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, _mm512_add_ps(acc, minimum_chain));
+  float lanes[16];
+  chains.Store(lanes);
 #pragma GCC unroll 16
   for (int r = 0; r < kDecodeRows; ++r) results[r][0] = lanes[r];
 }

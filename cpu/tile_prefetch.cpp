@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace zinf::cpu {
@@ -29,8 +30,7 @@ struct Measurement {
   DType weights;
   int64_t cols;
   std::vector<double> rates[2];  // bytes per second, [off, on]
-  bool decided = false;
-  bool prefetch = true;  // the decision, once decided
+  std::optional<bool> prefetch;  // the decision, once made
 };
 
 struct Tuner {
@@ -50,8 +50,8 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-bool PrefetchNextTile(DType weights) {
-  return g_prefetch[static_cast<int>(weights)].load(std::memory_order_relaxed);
+bool PrefetchNextTile(DType weights, int64_t tokens) {
+  return tokens > 1 || g_prefetch[static_cast<int>(weights)].load(std::memory_order_relaxed);
 }
 
 PrefetchTrial BeginOneTokenProduct(DType weights, int64_t cols) {
@@ -61,14 +61,14 @@ PrefetchTrial BeginOneTokenProduct(DType weights, int64_t cols) {
       std::find_if(tuner.measurements.begin(), tuner.measurements.end(),
                    [&](const Measurement& m) { return m.weights == weights && m.cols == cols; });
   if (found == tuner.measurements.end()) {
-    tuner.measurements.push_back({weights, cols, {}, false, true});
+    tuner.measurements.push_back({weights, cols, {}, std::nullopt});
     found = tuner.measurements.end() - 1;
   }
   Measurement& m = *found;
   // Alternating, so that both settings see the same stretch of the machine's load.
-  const bool prefetch = m.decided ? m.prefetch : m.rates[1].size() < m.rates[0].size();
+  const bool prefetch = m.prefetch.value_or(m.rates[1].size() < m.rates[0].size());
   g_prefetch[static_cast<int>(weights)].store(prefetch, std::memory_order_relaxed);
-  if (m.decided) return {-1, prefetch};
+  if (m.prefetch) return {-1, prefetch};
   return {static_cast<int>(found - tuner.measurements.begin()), prefetch};
 }
 
@@ -77,12 +77,11 @@ void EndOneTokenProduct(const PrefetchTrial& trial, double seconds, double weigh
   Tuner& tuner = TheTuner();
   std::lock_guard lock(tuner.mutex);
   Measurement& m = tuner.measurements[trial.key];
-  if (m.decided) return;
+  if (m.prefetch) return;
   m.rates[trial.prefetch ? 1 : 0].push_back(weight_bytes / seconds);
   if (m.rates[1].size() < kTrialsPerSetting) return;
   const double off = Median(m.rates[0]), on = Median(m.rates[1]);
   const bool prefetch = off < kMargin * on;
-  m.decided = true;
   m.prefetch = prefetch;
   spdlog::debug("one-token {} products over rows of {}: next-tile prefetch {} ({:.1f} GB/s with, "
                 "{:.1f} without)",

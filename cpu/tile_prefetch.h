@@ -9,8 +9,10 @@
 
 namespace zinf::cpu {
 
-// What the one-token kernels for `weights` do now: on until a measurement says otherwise.
-bool PrefetchNextTile(DType weights);
+// Whether a kernel for `weights` multiplying `tokens` tokens prefetches the next row tile: always
+// for several (measured faster with the requests on every CPU tried), and for one what the
+// measurement below set (on until it says otherwise).
+bool PrefetchNextTile(DType weights, int64_t tokens);
 
 // One timed product: which setting it ran with, and which measurement it belongs to (none when
 // that weight type and row width are decided).

@@ -15,7 +15,7 @@ bool Decide(int64_t cols, Seconds seconds, int* products) {
   bool tried[2] = {false, false};
   for (*products = 0; *products < 1000; ++*products) {
     const cpu::PrefetchTrial trial = cpu::BeginOneTokenProduct(DType::kF16, cols);
-    CHECK(cpu::PrefetchNextTile(DType::kF16) == trial.prefetch);
+    CHECK(cpu::PrefetchNextTile(DType::kF16, 1) == trial.prefetch);
     if (trial.key < 0) {
       CHECK(tried[0]);
       CHECK(tried[1]);
@@ -39,9 +39,9 @@ TEST_CASE("one-token prefetch: the faster setting stays, whichever it is") {
       1003, [](bool prefetch) { return prefetch ? 1e-3 : 2e-3; }, &products));
   // The decision is kept per row width: the first width's products still run without.
   CHECK_FALSE(cpu::BeginOneTokenProduct(DType::kF16, 1001).prefetch);
-  CHECK_FALSE(cpu::PrefetchNextTile(DType::kF16));
+  CHECK_FALSE(cpu::PrefetchNextTile(DType::kF16, 1));
   CHECK(cpu::BeginOneTokenProduct(DType::kF16, 1003).prefetch);
-  CHECK(cpu::PrefetchNextTile(DType::kF16));
+  CHECK(cpu::PrefetchNextTile(DType::kF16, 1));
 }
 
 TEST_CASE("one-token prefetch: one slow product does not decide, a near tie keeps prefetching") {
