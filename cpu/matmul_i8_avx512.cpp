@@ -1,6 +1,6 @@
 // The AVX-512 int8 kernel's walk over its tiles (cpu/matmul_i8_avx512_tiles.h). A lone token
-// (decode) streams the weights: 16-row pair tiles, the next tile's bytes prefetched while this one
-// is multiplied. Up to 4 tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live
+// (decode) streams the weights: 16-row pair tiles whose rows lie a stride apart (tiling.h's
+// ForEachStridedTile), the next tile's bytes prefetched while this one is multiplied. Up to 4 tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live
 // sums: measured 1.3× the token-lane tile at 8 tokens, whose lanes would be half empty). More: the
 // tokens go into lanes, 15 to a group, and 8-row tiles pass over the groups while the rows stay
 // in L1.
@@ -60,10 +60,11 @@ const std::byte* PackTokens(const Q8Activations& xq, int64_t num_tokens) {
 
 template <int kRows, int kTokens>
 void PairRows(const std::byte* records, const QuantRows& w, const Weight& bias, float* out,
-              int64_t out_stride, int64_t r, const int8_t* prefetch) {
+              int64_t out_stride, int64_t r, int64_t row_step, int64_t prefetch_offset) {
   float results[kRows][kTokens];
-  i8_avx512::PairTile<kRows, kTokens, kMaxPairTokens>(records, w, r, prefetch, results);
-  StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, 0);
+  i8_avx512::PairTile<kRows, kTokens, kMaxPairTokens>(records, w, r, row_step, prefetch_offset,
+                                                       results);
+  StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, 0, row_step);
 }
 
 template <int kTokens>
@@ -72,13 +73,18 @@ void PairWalk(const std::byte* records, const QuantRows& w, const Weight& bias, 
   constexpr int kRows = kTokens == 1 ? kDecodeRows : (kTokens <= 4 ? kPairRows : kWidePairRows);
   const bool prefetch = PrefetchNextTile(DType::kI8, kTokens);
   int64_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) {
-    const int8_t* next = prefetch && r + 2 * kRows <= row_end ? w.i8_row(r + kRows) : nullptr;
-    PairRows<kRows, kTokens>(records, w, bias, out, out_stride, r, next);
+  if constexpr (kTokens == 1) {
+    r = ForEachStridedTile<kRows>(row_begin, row_end, [&](int64_t first, int64_t step, bool last) {
+      const int64_t next_row = prefetch && !last ? w.row_bytes : 0;
+      PairRows<kRows, 1>(records, w, bias, out, out_stride, first, step, next_row);
+    });
   }
-  for (; r + 2 <= row_end; r += 2)
-    PairRows<2, kTokens>(records, w, bias, out, out_stride, r, nullptr);
-  if (r < row_end) PairRows<1, kTokens>(records, w, bias, out, out_stride, r, nullptr);
+  for (; r + kRows <= row_end; r += kRows) {
+    const int64_t next_tile = prefetch && r + 2 * kRows <= row_end ? kRows * w.row_bytes : 0;
+    PairRows<kRows, kTokens>(records, w, bias, out, out_stride, r, 1, next_tile);
+  }
+  for (; r + 2 <= row_end; r += 2) PairRows<2, kTokens>(records, w, bias, out, out_stride, r, 1, 0);
+  if (r < row_end) PairRows<1, kTokens>(records, w, bias, out, out_stride, r, 1, 0);
 }
 
 template <int kRows>

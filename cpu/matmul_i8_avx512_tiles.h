@@ -80,18 +80,20 @@ ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* re
   }
 }
 
-// Rows [row, row + kRows) × kTokens tokens (records from `records`, kGroup tokens each) into
-// results (× the row scales). An odd last row is paired with itself, its second half discarded.
-// `prefetch`, when set, is the next tile's weight region, fetched a block's share at a time.
+// Rows row, row + row_step, … (kRows of them) × kTokens tokens (records from `records`, kGroup
+// tokens each) into results (× the row scales). An odd last row is paired with itself, its second
+// half discarded. A non-zero `prefetch_offset` is how far past each row the next tile reads the
+// same values: those lines are fetched as this tile goes.
 template <int kRows, int kTokens, int kGroup>
 ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64_t row,
-                             const int8_t* prefetch, float (&results)[kRows][kTokens]) {
+                             int64_t row_step, int64_t prefetch_offset,
+                             float (&results)[kRows][kTokens]) {
   using Record = PackedRecord<kGroup>;
   constexpr int kPairs = (kRows + 1) / 2;
   constexpr int kCount = kPairs * kTokens, kGroups = (kCount + 7) / 8;
   const int8_t* rows[2 * kPairs];
 #pragma GCC unroll 32
-  for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.i8_row(row + std::min(i, kRows - 1));
+  for (int i = 0; i < 2 * kPairs; ++i) rows[i] = w.i8_row(row + std::min(i, kRows - 1) * row_step);
   __m512 acc[kGroups];
   __m512i token_index[kGroups];
 #pragma GCC unroll 8
@@ -121,14 +123,14 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
   };
   for (int64_t b = 0; b < whole; ++b) {
     const int64_t k = b * kQ8BlockElements;
-    if (prefetch != nullptr) {
-      const char* next = reinterpret_cast<const char*>(prefetch + b * kRows * kQ8BlockElements);
+    if (prefetch_offset != 0 && b % 2 == 0) {  // a line holds two blocks
 #pragma GCC unroll 16
-      for (int line = 0; line < kRows / 2; ++line) {
+      for (int i = 0; i < kRows; ++i) {
+        const char* next = reinterpret_cast<const char*>(rows[i] + k) + prefetch_offset;
         if (to_l1) {
-          _mm_prefetch(next + 64 * line, _MM_HINT_T0);
+          _mm_prefetch(next, _MM_HINT_T0);
         } else {
-          _mm_prefetch(next + 64 * line, _MM_HINT_T1);
+          _mm_prefetch(next, _MM_HINT_T1);
         }
       }
     }
@@ -147,7 +149,7 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
     block(wv, whole);
   }
   ForEachPairTileLane<kRows, kTokens>(acc, [&](int r, int t, float value) {
-    results[r][t] = value * w.i8_scale(row + r);
+    results[r][t] = value * w.i8_scale(row + r * row_step);
   });
 }
 

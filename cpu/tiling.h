@@ -63,13 +63,28 @@ void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t
   }
 }
 
-// Writes a tile's results (rows r.., tokens t..) plus the bias into out[token][row].
+// A lone token's tiles over rows [row_begin, row_end), kRows rows a stride apart: tile i takes
+// rows i, i + step, …, i + (kRows − 1)·step (from row_begin), so each row of a tile continues where
+// the previous tile's left off and the weights are read as kRows long sequential streams, which
+// the hardware prefetchers follow. Consecutive short rows (2 KiB of int8) would restart kRows
+// streams every tile: int8 decode from DRAM read 10-25% slower so (Emerald Rapids VM). Calls
+// tile(first_row, step, last) and returns the first row left (fewer than kRows remain).
+template <int kRows, typename TileFn>
+int64_t ForEachStridedTile(int64_t row_begin, int64_t row_end, TileFn&& tile) {
+  const int64_t step = (row_end - row_begin) / kRows;
+  for (int64_t i = 0; i < step; ++i) tile(row_begin + i, step, i + 1 == step);
+  return row_begin + step * kRows;
+}
+
+// Writes a tile's results (rows r, r + row_step, …; tokens t..) plus the bias into
+// out[token][row].
 template <int kRows, int kTokens>
 inline void StoreTile(const float (&results)[kRows][kTokens], const Weight& bias, float* out,
-                      int64_t out_stride, int64_t r, int64_t t) {
+                      int64_t out_stride, int64_t r, int64_t t, int64_t row_step = 1) {
   for (int i = 0; i < kRows; ++i) {
-    const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + r + i] = results[i][j] + b;
+    const int64_t row = r + i * row_step;
+    const float b = bias ? WeightValue(bias, row) : 0.0f;
+    for (int j = 0; j < kTokens; ++j) out[(t + j) * out_stride + row] = results[i][j] + b;
   }
 }
 

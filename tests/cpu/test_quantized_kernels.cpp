@@ -197,8 +197,9 @@ bool SplitProductMatches(const std::vector<float>& x, int64_t cols, int64_t toke
 void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
   testing::RequireCpuIsa(isa);
   for (int64_t cols : {1, 7, 31, 32, 33, 37, 64, 95, 172, 300, 1040}) {
-    for (int64_t rows : {37, 47}) {
-      // 8- and 16-row tiles, with 1, 2, 4, 5, 7 and 8 rows left over across the splits below.
+    for (int64_t rows : {37, 47, 70}) {
+      // 8- and 16-row tiles, with 1, 2, 4, 5, 7 and 8 rows left over across the splits below; a
+      // lone token's 16-row tiles take rows 1 to 4 apart.
       QuantizedMatrix q(RandomValues(rows * cols, 41 + cols), DType::kI8, rows, cols, 0);
       // −128 is outside the quantizer's range but a file may hold it: every kernel multiplies it
       // exactly. One in the first row, one in the last column (a partial block) of row 20.
