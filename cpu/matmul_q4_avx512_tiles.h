@@ -60,6 +60,46 @@ ZINF_Q4_INLINE __m512i BroadcastTokenBlock(const int8_t* x, int b) {
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements)));
 }
 
+// A 16-row tile's rows (row, row + row_step, …), and where the next tile reads in their place:
+// next_rows rows further on (0: no prefetching).
+struct TileRows {
+  int64_t row, row_step, next_rows;
+};
+
+// Step `step` of the next tile's prefetch, a step being kSpan bytes of each row's nibbles: a
+// step's share of that tile's lines each step, so that few requests are in flight at once (16 at
+// once every fourth group into L1: 8-token decode 0.8× as fast). The next tile's rows right after
+// this tile's (next_rows == kRows) are one region, fetched in memory order; rows a stride apart
+// are each followed by their next tile's row, fetched line by line, the rows within a line.
+template <int kRows, int kBlocks, int kSpan>
+ZINF_Q4_INLINE void PrefetchNextShare(const uint8_t* const (&rows)[kRows],
+                                      const uint16_t* const (&params)[kRows], const QuantRows& w,
+                                      int64_t next_rows, int64_t step, bool into_l1) {
+  constexpr int kNibbleLines = kRows * kSpan / 64;
+  constexpr int kParamLines = kRows * kSpan / (kBlocks * 256);  // 4 bytes per kBlocks · 16
+  static_assert(kNibbleLines >= 1 && kParamLines >= 1);
+  auto fetch = [into_l1](const void* address) __attribute__((always_inline)) {
+    if (into_l1) {
+      _mm_prefetch(static_cast<const char*>(address), _MM_HINT_T0);
+    } else {
+      _mm_prefetch(static_cast<const char*>(address), _MM_HINT_T1);
+    }
+  };
+  const bool one_region = next_rows == kRows;
+#pragma GCC unroll 16
+  for (int i = 0; i < kNibbleLines; ++i) {
+    const int64_t p = step * kNibbleLines + i;
+    const int64_t row = one_region ? 0 : p % kRows, line = one_region ? p : p / kRows;
+    fetch(rows[row] + next_rows * w.row_bytes + 64 * line);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < kParamLines; ++i) {
+    const int64_t p = step * kParamLines + i;
+    const int64_t row = one_region ? 0 : p % kRows, line = one_region ? p : p / kRows;
+    fetch(reinterpret_cast<const std::byte*>(params[row]) + next_rows * w.groups * 4 + 64 * line);
+  }
+}
+
 // Few tokens (decode, an expert's few rows): 16 rows, ReduceEight's lane l holding row
 // DecodeLaneRow(l). The rows' parameters are converted 16 groups at a time and transposed into
 // that lane order, so a group costs one load for its scales and one fma per token for the
@@ -112,20 +152,21 @@ struct RowChains {
   }
 };
 
-// Rows [row, row + 16) × tokens [token, token + kTokens): PairTile's arithmetic per row and
-// token. `prefetch`, when set, is the next tile's first row.
+// The 16 rows of `tile` × tokens [token, token + kTokens): PairTile's arithmetic per row and
+// token.
 template <int kBlocks, int kTokens>
-void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-                const uint8_t* prefetch, float (&results)[kDecodeRows][kTokens]) {
+void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, TileRows tile,
+                float (&results)[kDecodeRows][kTokens]) {
   constexpr int kPairs = kDecodeRows / 2;
   const uint8_t* rows[kDecodeRows];
+  const uint16_t* params[kDecodeRows];
   const uint16_t* lane_params[kDecodeRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kDecodeRows; ++r) {
-    rows[r] = w.row(row + r);
-    lane_params[r] = w.q4_params(row + DecodeLaneRow(r));
+    rows[r] = w.row(tile.row + r * tile.row_step);
+    params[r] = w.q4_params(tile.row + r * tile.row_step);
+    lane_params[r] = w.q4_params(tile.row + DecodeLaneRow(r) * tile.row_step);
   }
-  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
   RowChains chains[kTokens];
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
     const int count = static_cast<int>(std::min<int64_t>(16, xa.groups - g0));
@@ -133,7 +174,9 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int6
     LaneOrderedParams(lane_params, g0, count, scales, minimums);
     for (int j = 0; j < count; ++j) {
       const int64_t g = g0 + j;
-      if (prefetch != nullptr) PrefetchGroupShare<kDecodeRows, kBlocks>(prefetch, next_params, g);
+      if (tile.next_rows != 0)
+        PrefetchNextShare<kDecodeRows, kBlocks, kBlocks * 16>(rows, params, w, tile.next_rows, g,
+                                                              true);
       // One token unpacks block by block; several keep the group's unpacked blocks for every
       // token (kBlocks · 8 registers: Walk's kDecodeTokens keeps that within the 32).
       __m512i wv[kBlocks][kPairs];
@@ -219,17 +262,16 @@ ZINF_Q4_INLINE void QuadBlockSums(const uint8_t* const (&rows)[kDecodeRows], int
 // unchanged (~25 tok/s): there the reads are what bounds it, 16 rows of 1 KiB being short
 // streams for the hardware prefetchers.
 template <int kBlocks>
-void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-                    const uint8_t* prefetch, float (&results)[kDecodeRows][1]) {
+void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, TileRows tile,
+                    float (&results)[kDecodeRows][1]) {
   constexpr int kGroupsPerQuad = 4 / kBlocks;
   const uint8_t* rows[kDecodeRows];
   const uint16_t* params[kDecodeRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kDecodeRows; ++r) {
-    rows[r] = w.row(row + r);
-    params[r] = w.q4_params(row + r);
+    rows[r] = w.row(tile.row + r * tile.row_step);
+    params[r] = w.q4_params(tile.row + r * tile.row_step);
   }
-  const uint16_t* next_params = prefetch != nullptr ? w.q4_params(row + kDecodeRows) : nullptr;
   const int8_t* x = xa.token_values(token);
   RowChains chains;
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 16) {
@@ -238,16 +280,10 @@ void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, 
     LaneOrderedParams(params, g0, count, scales, minimums);
     for (int j = 0; j < count; j += kGroupsPerQuad) {
       const int64_t q = (g0 + j) / kGroupsPerQuad;
-      if (prefetch != nullptr) {
-        // The next tile's bytes in order, a quad's share (16 lines) per quad, into L2: into L1 they
-        // held the fill buffers the current tile's loads wait on (DRAM-resident 5632 × 2048,
-        // 2 threads: ~15 vs ~17 GB/s; two tiles ahead, ~16).
-        const char* next = reinterpret_cast<const char*>(prefetch) + q * kDecodeRows * 64;
-#pragma GCC unroll 16
-        for (int line = 0; line < kDecodeRows; ++line) _mm_prefetch(next + 64 * line, _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(next_params) + (g0 + j) * kDecodeRows * 4,
-                     _MM_HINT_T1);
-      }
+      // Into L2: into L1 the next tile's lines held the fill buffers the current tile's loads
+      // wait on (DRAM-resident 5632 × 2048, 2 threads: ~15 vs ~17 GB/s; two tiles ahead, ~16).
+      if (tile.next_rows != 0)
+        PrefetchNextShare<kDecodeRows, kBlocks, 64>(rows, params, w, tile.next_rows, q, false);
       __m512i block_sums[4];
       QuadBlockSums(rows, q, x, block_sums);
 #pragma GCC unroll 4
