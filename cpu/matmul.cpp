@@ -78,31 +78,40 @@ inline __m256 LoadWeights8(const void* base, int64_t idx) {
 
 // A tile of kRows weight rows × kTokens tokens: each weight vector loaded once per tile.
 template <DType kDType, int kRows, int kTokens>
-inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t row, int64_t body,
-                    bool prefetch_next_tile, float results[kRows][kTokens]) {
+inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t row,
+                    int64_t row_step, int64_t body, bool prefetch_next_tile,
+                    float results[kRows][kTokens]) {
   // Unrolled by pragmas: at -O2 GCC otherwise keeps `acc` in memory (a third of the speed).
   __m256 acc[kRows][kTokens];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
-  // A lone token reads each weight once: where it measured faster (cpu/tile_prefetch.h), the rows
-  // of the next tile (the bytes right after this tile's) are prefetched as this tile's are
-  // consumed, a tile ahead, so that the short streams of a tile's rows do not each wait for the
-  // hardware prefetcher to notice them.
+  // A lone token reads each weight once: where it measured faster (cpu/tile_prefetch.h), what the
+  // next tile reads is prefetched as this tile's rows are consumed, a tile ahead: the bytes right
+  // after this tile's, or, for rows a stride apart, each row's next.
   constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
-  const char* next_tile = static_cast<const char*>(w.data) + (row + kRows) * w.cols * kElementBytes;
+  const int64_t row_bytes = w.cols * kElementBytes;
+  const char* first_row = static_cast<const char*>(w.data) + row * row_bytes;
   for (int64_t k = 0; k < body; k += 8) {
     if (kTokens == 1 && prefetch_next_tile) {
-      constexpr int64_t kStepBytes = kRows * 8 * kElementBytes;
+      if (row_step == 1) {
+        constexpr int64_t kStepBytes = kRows * 8 * kElementBytes;
+        const char* next_tile = first_row + kRows * row_bytes;
 #pragma GCC unroll 8
-      for (int64_t line = 0; line < kStepBytes; line += 64) {
-        _mm_prefetch(next_tile + k / 8 * kStepBytes + line, _MM_HINT_T0);
+        for (int64_t line = 0; line < kStepBytes; line += 64)
+          _mm_prefetch(next_tile + k / 8 * kStepBytes + line, _MM_HINT_T0);
+      } else if (k * kElementBytes % 64 == 0) {
+#pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r) {
+          _mm_prefetch(first_row + (r * row_step + 1) * row_bytes + k * kElementBytes, _MM_HINT_T0);
+        }
       }
     }
     __m256 wv[kRows];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) wv[r] = LoadWeights8<kDType>(w.data, (row + r) * w.cols + k);
+    for (int r = 0; r < kRows; ++r)
+      wv[r] = LoadWeights8<kDType>(w.data, (row + r * row_step) * w.cols + k);
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * x_stride + k);
@@ -114,7 +123,7 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
     for (int t = 0; t < kTokens; ++t) {
       alignas(32) float lanes[8];
       _mm256_store_ps(lanes, acc[r][t]);
-      results[r][t] = FinishDot(lanes, x + t * x_stride, w, row + r, body);
+      results[r][t] = FinishDot(lanes, x + t * x_stride, w, row + r * row_step, body);
     }
   }
 }
@@ -130,11 +139,11 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
   const int64_t body = w.cols / 8 * 8;
   const bool prefetch_next_tile = PrefetchNextTile(kDType, num_tokens);
   ForEachTile<3, 4, 8>(num_tokens, row_begin, row_end, w.cols * 4,
-                       [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+                       [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
                          float results[kRows][kTokens];
-                         DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, body,
-                                                         prefetch_next_tile, results);
-                         StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
+                         DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, row_step,
+                                                         body, prefetch_next_tile, results);
+                         StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
                        });
 }
 

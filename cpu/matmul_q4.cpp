@@ -74,7 +74,7 @@ inline __m256i UnpackBlock(const uint8_t* row, int64_t b) {
 // The loops carry unroll pragmas so that GCC keeps the tile in registers (see matmul_quant.cpp).
 template <int kRows, int kTokens>
 void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-            float (&results)[kRows][kTokens]) {
+            int64_t row_step, float (&results)[kRows][kTokens]) {
   constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
@@ -88,7 +88,7 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
     for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
       __m256i wv[kRows];
 #pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(w.row(row + r), b);
+      for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(w.row(row + r * row_step), b);
 #pragma GCC unroll 4
       for (int t = 0; t < kTokens; ++t) {
         const __m256i xv = _mm256_loadu_si256(
@@ -107,7 +107,7 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
       for (int lane = 0; lane < 8; ++lane) {
         const int product = 8 * i + lane;
         factors[lane] = product < kProducts
-                            ? _cvtsh_ss(w.q4_params(row + product / kTokens)[2 * g]) *
+                            ? _cvtsh_ss(w.q4_params(row + product / kTokens * row_step)[2 * g]) *
                                   xa.scale(token + product % kTokens, g)
                             : 0.0f;
       }
@@ -124,7 +124,7 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
   for (int64_t g = 0; g < xa.groups; ++g) {
     const __m256 factors = _mm256_maskload_ps(xa.group_min_factors(g) + token, token_lanes);
     for (int r = 0; r < kRows; ++r) {
-      const __m256 minimum = _mm256_set1_ps(_cvtsh_ss(w.q4_params(row + r)[2 * g + 1]));
+      const __m256 minimum = _mm256_set1_ps(_cvtsh_ss(w.q4_params(row + r * row_step)[2 * g + 1]));
       minimums[r] = _mm256_fmadd_ps(minimum, factors, minimums[r]);
     }
   }
@@ -139,10 +139,10 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                   int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
-    Q4Tile<kRows, kTokens>(xa, t, w, r, results);
-    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
+    Q4Tile<kRows, kTokens>(xa, t, w, r, row_step, results);
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };
   // 2 rows × 4 tokens: the eight group sums reduce together into one register. One token: 8 rows.
   ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);

@@ -111,7 +111,7 @@ inline __attribute__((always_inline)) void I8Block(const __m256i (&wv)[kRows],
 // memory, which made this tile several times slower.
 template <int kRows, int kTokens>
 inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, int64_t row,
-                   float results[kRows][kTokens]) {
+                   int64_t row_step, float results[kRows][kTokens]) {
   constexpr int kGroups = (kRows * kTokens + 7) / 8;
   __m256 acc[kGroups];
 #pragma GCC unroll 4
@@ -122,7 +122,7 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       wv[r] = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(w.row(row + r) + b * kQ8BlockElements));
+          reinterpret_cast<const __m256i*>(w.row(row + r * row_step) + b * kQ8BlockElements));
     }
     I8Block<kRows, kTokens>(wv, xq, token, b, acc);
   }
@@ -131,7 +131,8 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
     __m256i wv[kRows];
     for (int r = 0; r < kRows; ++r) {
       alignas(32) uint8_t padded[kQ8BlockElements] = {};
-      std::memcpy(padded, w.row(row + r) + whole * kQ8BlockElements, static_cast<size_t>(count));
+      std::memcpy(padded, w.row(row + r * row_step) + whole * kQ8BlockElements,
+                  static_cast<size_t>(count));
       wv[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(padded));
     }
     I8Block<kRows, kTokens>(wv, xq, token, whole, acc);
@@ -139,16 +140,17 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
   alignas(32) float lanes[kGroups * 8];
   for (int g = 0; g < kGroups; ++g) _mm256_store_ps(lanes + 8 * g, acc[g]);
   for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) results[r][t] = lanes[r * kTokens + t] * w.i8_scale(row + r);
+    for (int t = 0; t < kTokens; ++t)
+      results[r][t] = lanes[r * kTokens + t] * w.i8_scale(row + r * row_step);
 }
 
 void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, const Weight& bias,
                   float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const QuantRows rows(w);
-  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t) {
+  auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
-    I8Tile<kRows, kTokens>(xq, t, rows, r, results);
-    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
+    I8Tile<kRows, kTokens>(xq, t, rows, r, row_step, results);
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };
   // 2 rows × 4 tokens: the eight block sums of a block reduce together into one register. One
   // token: 8 rows.

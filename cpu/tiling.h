@@ -29,40 +29,6 @@ std::byte* AlignedThreadScratch(size_t bytes) {
   return reinterpret_cast<std::byte*>(lines.data());
 }
 
-// Calls tile.template operator()<R, T>(row, token) for every tile covering rows
-// [row_begin, row_end) × tokens [0, num_tokens). A lone token uses kDecodeRows-row tiles (more
-// independent rows hide FMA latency when there is nothing else to reuse); rows left over go one
-// at a time.
-template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
-void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
-                 TileFn&& tile) {
-  static_assert(kTokens >= 1 && kTokens <= 4, "leftover tiles cover at most 3 tokens");
-  const int64_t block = std::max<int64_t>(
-      kTokens, kTokenBlockBytes / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
-  // Rows [r, r + R) for tokens [t, t_end): full R × kTokens tiles, then one narrower tile.
-  auto row_group = [&]<int R>(int64_t r, int64_t t, int64_t t_end) {
-    for (; t + kTokens <= t_end; t += kTokens) tile.template operator()<R, kTokens>(r, t);
-    const int64_t left = t_end - t;
-    if (left == 1) tile.template operator()<R, 1>(r, t);
-    if constexpr (kTokens > 2) {
-      if (left == 2) tile.template operator()<R, 2>(r, t);
-    }
-    if constexpr (kTokens > 3) {
-      if (left == 3) tile.template operator()<R, 3>(r, t);
-    }
-  };
-  for (int64_t t = 0; t < num_tokens; t += block) {
-    const int64_t t_end = std::min(num_tokens, t + block);
-    int64_t r = row_begin;
-    if (t_end - t == 1) {
-      for (; r + kDecodeRows <= row_end; r += kDecodeRows)
-        row_group.template operator()<kDecodeRows>(r, t, t_end);
-    }
-    for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
-    for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
-  }
-}
-
 // A lone token's tiles over rows [row_begin, row_end), kRows rows a stride apart: tile i takes
 // rows i, i + step, …, i + (kRows − 1)·step (from row_begin), so each row of a tile continues where
 // the previous tile's left off and the weights are read as kRows long sequential streams, which
@@ -74,6 +40,43 @@ int64_t ForEachStridedTile(int64_t row_begin, int64_t row_end, TileFn&& tile) {
   const int64_t step = (row_end - row_begin) / kRows;
   for (int64_t i = 0; i < step; ++i) tile(row_begin + i, step, i + 1 == step);
   return row_begin + step * kRows;
+}
+
+// Calls tile.template operator()<R, T>(row, token, row_step) for every tile covering rows
+// [row_begin, row_end) × tokens [0, num_tokens), the tile's rows being row, row + row_step, ….
+// A lone token uses kDecodeRows-row tiles (more independent rows hide FMA latency when there is
+// nothing else to reuse) a stride apart (ForEachStridedTile); rows left over go kRows, then one
+// at a time.
+template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
+void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
+                 TileFn&& tile) {
+  static_assert(kTokens >= 1 && kTokens <= 4, "leftover tiles cover at most 3 tokens");
+  const int64_t block = std::max<int64_t>(
+      kTokens, kTokenBlockBytes / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
+  // Rows [r, r + R) for tokens [t, t_end): full R × kTokens tiles, then one narrower tile.
+  auto row_group = [&]<int R>(int64_t r, int64_t t, int64_t t_end) {
+    for (; t + kTokens <= t_end; t += kTokens) tile.template operator()<R, kTokens>(r, t, 1);
+    const int64_t left = t_end - t;
+    if (left == 1) tile.template operator()<R, 1>(r, t, 1);
+    if constexpr (kTokens > 2) {
+      if (left == 2) tile.template operator()<R, 2>(r, t, 1);
+    }
+    if constexpr (kTokens > 3) {
+      if (left == 3) tile.template operator()<R, 3>(r, t, 1);
+    }
+  };
+  for (int64_t t = 0; t < num_tokens; t += block) {
+    const int64_t t_end = std::min(num_tokens, t + block);
+    int64_t r = row_begin;
+    if (t_end - t == 1) {
+      r = ForEachStridedTile<kDecodeRows>(
+          row_begin, row_end, [&](int64_t first, int64_t step, bool) {
+            tile.template operator()<kDecodeRows, 1>(first, t, step);
+          });
+    }
+    for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
+    for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
+  }
 }
 
 // Writes a tile's results (rows r, r + row_step, …; tokens t..) plus the bias into

@@ -52,7 +52,9 @@ template <typename Check>
 void ForEachMatMulCase(Check check) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int64_t cols : {1, 7, 8, 13, 64, 100, 773, 2053, 5632}) {  // the last two in spans (f32)
-      const int64_t rows = 13;  // split 5 + 8: tiles of 6 rows with and without leftovers
+      // Split 5 + 41: a lone token's 8-row tiles 5 rows apart and one row left; 3-row tiles with
+      // and without leftovers.
+      const int64_t rows = 46;
       FloatMatrix w(RandomValues(rows * cols, 7 + cols), dtype, rows, cols);
       const std::vector<float> bias_values = RandomValues(rows, 8);
       const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
