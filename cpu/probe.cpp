@@ -30,32 +30,36 @@ double BestSeconds(int repeats, Body body) {
   return best;
 }
 
-// A block is read as a tile's rows are: kStreams rows of kRowWords words side by side, a line of
-// each in turn. One sequential stream per thread under-measured an Emerald Rapids guest by a fifth
-// (26.7 vs 32 GB/s with 8 streams), where zinf's one-token kernels read 8 to 16 rows at once.
-constexpr int kStreams = 8;
-constexpr int64_t kRowWords = 1024;  // 8 KiB: a row of 2048 f32 values
-constexpr int64_t kBlockWords = kStreams * kRowWords;
-// With software prefetches, each row's line this far ahead is requested as the kernels would.
+// A thread reads its share of the buffer as the one-token kernels read their rows (tiling.h's
+// ForEachStridedTile): kStreams sequential streams side by side, a line of each in turn. One
+// stream per thread under-measured an Emerald Rapids guest by a fifth (26.7 vs 32 GB/s with 8).
+constexpr int kStreams = 16;
+// Blocks only split the buffer among the threads.
+constexpr int64_t kBlockWords = int64_t{1} << 13;
+// With software prefetches, each stream's line this far ahead is requested as the kernels would.
 constexpr int64_t kPrefetchAhead = 1024;
 
-// Σ of a block's words, in independent sums so that loads, not an add chain, set the pace.
-uint64_t SumBlock(const uint64_t* words, bool /*prefetch*/) {
+// Σ of `count` words (a multiple of kStreams lines) in independent sums so that loads, not an add
+// chain, set the pace.
+uint64_t SumStreams(const uint64_t* words, int64_t count, bool /*prefetch*/) {
+  const int64_t length = count / kStreams;
   uint64_t lanes[kStreams] = {};
-  for (int64_t i = 0; i < kRowWords; ++i) {
-    for (int s = 0; s < kStreams; ++s) lanes[s] += words[s * kRowWords + i];
+  for (int64_t i = 0; i < length; ++i) {
+    for (int s = 0; s < kStreams; ++s) lanes[s] += words[s * length + i];
   }
   uint64_t sum = 0;
   for (uint64_t lane : lanes) sum ^= lane;
   return sum;
 }
 
-__attribute__((target("avx2"))) uint64_t SumBlockAvx2(const uint64_t* words, bool prefetch) {
+__attribute__((target("avx2"))) uint64_t SumStreamsAvx2(const uint64_t* words, int64_t count,
+                                                        bool prefetch) {
+  const int64_t length = count / kStreams;
   __m256i lanes[kStreams];
   for (__m256i& lane : lanes) lane = _mm256_setzero_si256();
-  for (int64_t i = 0; i < kRowWords; i += 8) {  // a line of every row
+  for (int64_t i = 0; i < length; i += 8) {  // a line of every stream
     for (int s = 0; s < kStreams; ++s) {
-      const uint64_t* line = words + s * kRowWords + i;
+      const uint64_t* line = words + s * length + i;
       if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchAhead, _MM_HINT_T0);
       const __m256i both =
           _mm256_add_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)),
@@ -95,11 +99,10 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
   const bool avx2 = __builtin_cpu_supports("avx2");
   auto pass = [&](bool prefetch) {
     pool.ParallelFor(kBlocks, [&](int64_t begin, int64_t end) {
-      for (int64_t block = begin; block < end; ++block) {
-        const uint64_t* words = data.get() + block * kBlockWords;
-        // kept, so the loop is not optimised away
-        sums[block] = avx2 ? SumBlockAvx2(words, prefetch) : SumBlock(words, prefetch);
-      }
+      const uint64_t* words = data.get() + begin * kBlockWords;
+      const int64_t count = (end - begin) * kBlockWords;
+      // kept, so the loop is not optimised away
+      sums[begin] = avx2 ? SumStreamsAvx2(words, count, prefetch) : SumStreams(words, count, prefetch);
     });
   };
   pass(true);  // warm-up: TLBs, page tables, the workers awake

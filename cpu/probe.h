@@ -6,10 +6,10 @@
 namespace zinf::cpu {
 
 // The DRAM read rate of `num_threads` threads of zinf's pool reading a 1 GiB buffer as the
-// one-token kernels read weights (several rows at once; each thread first-touches the part it
-// reads, as the weights' pages are): one warm-up pass, then `passes` timed ones with software
-// prefetches and as many without, alternating. The faster median is the figure the planner and
-// the bench scripts use; its passes' spread says how far to trust it.
+// one-token kernels read weights (16 sequential streams per thread side by side; each thread
+// first-touches the part it reads, as the weights' pages are): one warm-up pass, then `passes`
+// timed ones with software prefetches and as many without, alternating. The faster median is the
+// figure the planner and the bench scripts use; its passes' spread says how far to trust it.
 struct DramReadRate {
   double median_gbps = 0;
   double min_gbps = 0;
