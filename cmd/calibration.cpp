@@ -92,6 +92,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
                          {"dram_read_spread_gbps", {dram.min_gbps, dram.max_gbps}},
+                         {"dram_probe", cpu::kDramProbeVersion},
                          {"compute_gflops", rates.compute_gflops},
                          {"int8_gflops", rates.int8_gflops},
                          {"int4_gflops", rates.int4_gflops},
@@ -113,6 +114,12 @@ std::optional<Bandwidths> LoadCalibration() {
   if (!file) return std::nullopt;
   try {
     const nlohmann::json json = nlohmann::json::parse(file);
+    if (json.value("dram_probe", 1) != cpu::kDramProbeVersion) {
+      spdlog::warn("ignoring the calibration cache {}: its DRAM rate was measured by an older "
+                   "probe; run zinf calibrate",
+                   CalibrationCachePath());
+      return std::nullopt;
+    }
     Bandwidths rates;
     rates.disk_read_gbps = json.at("disk_read_gbps");
     rates.dram_read_gbps = json.at("dram_read_gbps");

@@ -19,6 +19,10 @@ struct DramReadRate {
 };
 DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 
+// Which way MeasureDramRead reads, stored with the calibration it made: a cache from another
+// probe is remeasured rather than trusted (an older one read slower than the kernels stream).
+inline constexpr int kDramProbeVersion = 2;
+
 // The CPU backend's matmul rate at a batch of 32 tokens over a 4096 × 4096 weight stored as
 // `weights` (f32, int8, or int4 in groups of 64); best of 3.
 double MeasureMatmulGflops(int num_threads, DType weights = DType::kF32);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cpu/probe.h"
 #include "tests/cmd/cli_harness.h"
 #include "tests/support/random_checkpoint.h"
 
@@ -101,10 +102,21 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["dram_read_spread_gbps"][0].get<double>() <= rates["dram_read_gbps"].get<double>());
   CHECK(rates["dram_read_spread_gbps"][1].get<double>() >= rates["dram_read_gbps"].get<double>());
   CHECK(rates["compute_gflops"].get<double>() > 0);
+  CHECK(rates["dram_probe"].get<int>() == cpu::kDramProbeVersion);
   CHECK(rates["int8_gflops"].get<double>() > 0);
   CHECK(rates["int4_gflops"].get<double>() > 0);
   const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
+
+  // A cache from an older DRAM probe (none stored its version) is not trusted.
+  nlohmann::json stale = rates;
+  stale.erase("dram_probe");
+  std::ofstream(cache + "/zinf/calibration.json") << stale.dump();
+  const CliResult stale_plan =
+      RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
+  REQUIRE(stale_plan.exit_code == 0);
+  CHECK(stale_plan.out.find("measured by zinf calibrate") == std::string::npos);
+  CHECK(stale_plan.err.find("older probe; run zinf calibrate") != std::string::npos);
 }
 
 TEST_CASE("calibrate --dram-only prints the probe's median and spread and leaves the cache alone") {
@@ -127,7 +139,8 @@ TEST_CASE(
     "a GPU's calibrated rates reach a CUDA plan; a CPU-only calibration leaves them assumed") {
   const std::string cache = MakeTempDir("calibration-gpu");
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
-  nlohmann::json rates = {{"disk_read_gbps", 3.5},
+  nlohmann::json rates = {{"dram_probe", cpu::kDramProbeVersion},
+                          {"disk_read_gbps", 3.5},
                           {"dram_read_gbps", 40.0},
                           {"compute_gflops", 500.0},
                           {"int8_gflops", 600.0},
