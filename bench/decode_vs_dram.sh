@@ -5,7 +5,9 @@
 #     spread of the medians across runs (the ±5% the issue asks of a quiet machine);
 #  2. `zinf calibrate` once (the planner's cache, so `zinf bench` prints its bound with this rate);
 #  3. batch-1 decode of TinyLlama-1.1B's shape in f32, int8 and int4-g64, weights resident,
-#     alternating ROUNDS times: tok/s and the share of the memory bound `zinf bench` prints.
+#     alternating ROUNDS times: tok/s, the share of the memory bound `zinf bench` prints, and the
+#     share of the bound at a probe run just before the round (a host whose bandwidth drifts over
+#     minutes moves both).
 # Usage: bench/decode_vs_dram.sh [--runs N] [--rounds N] [--threads T]
 #        (ZINF_BENCH_DIR: where checkpoints are cached; ZINF_BUILD_DIR: which build runs)
 set -euo pipefail
@@ -54,14 +56,17 @@ echo "## Batch-1 decode, weights resident (\`zinf bench --batch-size 1 --prompt-
 echo
 echo "\`zinf calibrate\` (run just before) put the planner's DRAM rate at $(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["dram_read_gbps"])' "${XDG_CACHE_HOME:-$HOME/.cache}/zinf/calibration.json") GB/s."
 echo
-echo "| round | dtype | decode tok/s | bound tok/s | % of bound |"
-echo "|---:|---|---:|---:|---:|"
+cached=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dram_read_gbps"])' "${XDG_CACHE_HOME:-$HOME/.cache}/zinf/calibration.json")
+echo "| round | dtype | decode tok/s | bound tok/s | % of bound | probe before the round, GB/s | % of that bound |"
+echo "|---:|---|---:|---:|---:|---:|---:|"
 for ((round = 1; round <= rounds; ++round)); do
+  probe=$("$zinf" calibrate --dram-only --threads "$threads" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dram_read_gbps"])')
   for dtype in f32 int8 int4-g64; do
     "$zinf" bench --model "$work/tinyllama-$dtype" --batch-size 1 --num-prompts 2 --prompt-len 8 \
       --gen-len 64 --weights resident --repeat 1 --threads "$threads" \
       --csv "$work/decode_vs_dram.csv" >/dev/null 2>&1
-    awk -F, -v r="$round" -v d="$dtype" 'NR == 2 { printf "| %d | %s | %.2f | %.2f | %.0f%% |\n", r, d, $10, $15, $17 }' \
+    awk -F, -v r="$round" -v d="$dtype" -v p="$probe" -v c="$cached" 'NR == 2 {
+      printf "| %d | %s | %.2f | %.2f | %.0f%% | %.2f | %.0f%% |\n", r, d, $10, $15, $17, p, 100 * $10 / ($15 * p / c) }' \
       "$work/decode_vs_dram.csv"
   done
 done
