@@ -1,9 +1,9 @@
 // The AVX-512 int8 kernel's walk over its tiles (cpu/matmul_i8_avx512_tiles.h). A lone token
 // (decode) streams the weights: 16-row pair tiles whose rows lie a stride apart (tiling.h's
-// ForEachStridedTile), the next tile's bytes prefetched while this one is multiplied. Up to 4 tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live
-// sums: measured 1.3× the token-lane tile at 8 tokens, whose lanes would be half empty). More: the
-// tokens go into lanes, 15 to a group, and 8-row tiles pass over the groups while the rows stay
-// in L1.
+// ForEachStridedTile), the next tile's bytes prefetched while this one is multiplied. Up to 4
+// tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live sums: measured 1.3× the
+// token-lane tile at 8 tokens, whose lanes would be half empty). More: the tokens go into lanes,
+// 15 to a group, and 8-row tiles pass over the groups while the rows stay in L1.
 #include "cpu/matmul_i8_avx512.h"
 
 #include <immintrin.h>
@@ -63,7 +63,7 @@ void PairRows(const std::byte* records, const QuantRows& w, const Weight& bias, 
               int64_t out_stride, int64_t r, int64_t row_step, int64_t prefetch_offset) {
   float results[kRows][kTokens];
   i8_avx512::PairTile<kRows, kTokens, kMaxPairTokens>(records, w, r, row_step, prefetch_offset,
-                                                       results);
+                                                      results);
   StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, 0, row_step);
 }
 

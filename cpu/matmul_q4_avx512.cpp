@@ -228,7 +228,8 @@ struct Walk {
   // Tokens [token, token + count) (count ≤ kPairTokens) over rows [row_begin, row_end) in 16-row
   // tiles, each taking the tokens kDecodeTokens at a time, its rows still in L1 for the next. A
   // lone token's tiles take rows a stride apart (ForEachStridedTile: long sequential reads);
-  // several tokens' tiles consecutive rows (with strided tiles 8 tokens decoded 0.87× as fast).
+  // several tokens' tiles consecutive rows (strided, 8 tokens decoded no faster: 0.96× as fast
+  // over 5 alternating rounds, 1.1B shape, groups of 64).
   void DecodeRows(int64_t token, int64_t count, int64_t row_begin, int64_t row_end) const {
     const bool prefetch = PrefetchNextTile(DType::kQ4, count);
     int64_t r = row_begin;
@@ -263,8 +264,7 @@ struct Walk {
     } else {
       DecodeTile<kBlocks, kTokens>(xa, token, w, tile, results);
     }
-    StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, tile.row, token,
-                                    tile.row_step);
+    StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, tile.row, token, tile.row_step);
   }
 
   // Rows [r, r + kRows) unpacked once, then every lane group over them.

@@ -110,7 +110,8 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
       const uint64_t* words = data.get() + begin * kBlockWords;
       const int64_t count = (end - begin) * kBlockWords;
       // kept, so the loop is not optimised away
-      sums[begin] = avx2 ? SumStreamsAvx2(words, count, prefetch) : SumStreams(words, count, prefetch);
+      sums[begin] =
+          avx2 ? SumStreamsAvx2(words, count, prefetch) : SumStreams(words, count, prefetch);
     });
   };
   pass(true);  // warm-up: TLBs, page tables, the workers awake
