@@ -255,12 +255,12 @@ ZINF_Q4_INLINE void QuadBlockSums(const uint8_t* const (&rows)[kDecodeRows], int
   sums[3] = _mm512_shuffle_i32x4(high01, high23, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-// One token over rows [row, row + 16) whose rows are whole quads (four blocks, a line): DecodeTile's
-// group sums and float steps for each row (so the same bits), its sums formed a line per row and
-// load, about half DecodeTile's instructions per byte. Emerald Rapids VM, groups of 32: weights in
-// L2, one thread, 14.0 vs 8.7 GB/s; 110M-shape decode (weights in L3) ~1.1x; 1.1B from DRAM
-// unchanged (~25 tok/s): there the reads are what bounds it, 16 rows of 1 KiB being short
-// streams for the hardware prefetchers.
+// One token over the 16 rows of `tile`, whose rows are whole quads (four blocks, a line):
+// DecodeTile's group sums and float steps for each row (so the same bits), its sums formed a line
+// per row and load, about half DecodeTile's instructions per byte. Emerald Rapids VM, groups of
+// 32: weights in L2, one thread, 14.0 vs 8.7 GB/s; 110M-shape decode (weights in L3) ~1.1x; 1.1B
+// from DRAM unchanged (~25 tok/s) until the tiles took rows a stride apart (36 tok/s), 16 rows of
+// 1 KiB having been short streams for the hardware prefetchers.
 template <int kBlocks>
 void DecodeQuadTile(const Q4Activations& xa, int64_t token, const QuantRows& w, TileRows tile,
                     float (&results)[kDecodeRows][1]) {
