@@ -103,17 +103,30 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
     }
 #pragma GCC unroll 4
     for (int i = 0; i < kGroups; ++i) {
-      alignas(32) float factors[8];
+      __m256 factors;
+      if constexpr (kRows == 2 && kTokens == 4) {
+        // The full tile (prefill's): [row 0's scale × 4 tokens' | row 1's × the same 4], the
+        // products one vector multiply, where converting and multiplying each lane apart had
+        // cost more than the tile's integer work.
+        const __m128 token_scales = _mm_loadu_ps(&xa.scales[g * xa.tokens + token]);
+        const __m256 row_scales =
+            _mm256_setr_m128(_mm_set1_ps(_cvtsh_ss(w.q4_params(row)[2 * g])),
+                             _mm_set1_ps(_cvtsh_ss(w.q4_params(row + row_step)[2 * g])));
+        factors = _mm256_mul_ps(row_scales, _mm256_set_m128(token_scales, token_scales));
+      } else {
+        alignas(32) float lanes[8];
 #pragma GCC unroll 8
-      for (int lane = 0; lane < 8; ++lane) {
-        const int product = 8 * i + lane;
-        factors[lane] = product < kProducts
+        for (int lane = 0; lane < 8; ++lane) {
+          const int product = 8 * i + lane;
+          lanes[lane] = product < kProducts
                             ? _cvtsh_ss(w.q4_params(row + product / kTokens * row_step)[2 * g]) *
                                   xa.scale(token + product % kTokens, g)
                             : 0.0f;
+        }
+        factors = _mm256_load_ps(lanes);
       }
       const __m256i group_sums = SumEach(reinterpret_cast<const __m256i(&)[8]>(sums[8 * i]));
-      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group_sums), _mm256_load_ps(factors), acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group_sums), factors, acc[i]);
     }
   }
   // The minimums: per row, MinimumSum's chain over the groups with the tile's tokens in the lanes
