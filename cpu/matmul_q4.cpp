@@ -19,6 +19,7 @@
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx2.h"
 #include "cpu/tiling.h"
+#include "cpu/transpose_avx2.h"
 #include "engine/dtype.h"
 #include "engine/quantized.h"
 
@@ -169,25 +170,7 @@ inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, i
 #pragma GCC unroll 8
   for (int r = 0; r < 8; ++r)
     pairs[r] = _mm256_maskload_epi32(reinterpret_cast<const int*>(params[r] + 2 * g0), mask);
-  // 8 × 8 dwords: pairs[r] lane j -> pairs[j] lane r.
-  __m256i t[8], u[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(pairs[2 * i], pairs[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(pairs[2 * i], pairs[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    pairs[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
-    pairs[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
-  }
+  Transpose8(pairs);  // pairs[j] lane r: row r's pair for group g0 + j
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
     scales[j] = HalvesToFloats(_mm256_and_si256(pairs[j], _mm256_set1_epi32(0xffff)));

@@ -1,0 +1,37 @@
+// An 8 × 8 dword transpose in AVX2 registers, for the avx2 int4 tile whose rows' parameters come
+// a row per register while its lanes want a group's rows together (cpu/matmul_q4.cpp).
+#pragma once
+
+#include <immintrin.h>
+
+namespace zinf::cpu {
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+
+// rows[m] lane t → rows[t] lane m: 32-bit unpacks, 64-bit unpacks, then 128-bit permutes
+// (24 shuffles). Bits are moved, never converted.
+inline __attribute__((always_inline)) void Transpose8(__m256i (&rows)[8]) {
+  __m256i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(rows[2 * i], rows[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(rows[2 * i], rows[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    rows[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+    rows[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+  }
+}
+
+#pragma GCC pop_options
+
+}  // namespace zinf::cpu
