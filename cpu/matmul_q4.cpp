@@ -63,45 +63,70 @@ void MatMulQ4Portable(const Q4Activations& xa, const QuantRows& w, const Weight&
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
-// Block b of a row as 32 bytes of nibbles in element order.
+// Block b of a row as 32 bytes of nibbles in element order: the 16 bytes in both halves, the high
+// half shifted down by 4 (one load, one shift and one mask; no lane insert).
 inline __m256i UnpackBlock(const uint8_t* row, int64_t b) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * 16));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes),
+  const __m256i bytes =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * 16)));
+  return _mm256_and_si256(_mm256_srlv_epi64(bytes, _mm256_setr_epi64x(0, 0, 4, 4)),
                           _mm256_set1_epi8(0x0f));
 }
 
+// A group's products as int16 pair sums: maddubs of a block's nibbles and int8 values gives pairs
+// of at most 2 · 15 · 127 = 3810 in magnitude, so the pairs of up to 8 blocks add up exactly in
+// int16 (≤ 30480 < 2^15), and one madd per group and product widens them to int32.
+static_assert(*std::max_element(std::begin(kQ4GroupSizes), std::end(kQ4GroupSizes)) <=
+              8 * kQ4BlockElements);
+
+// Block b's int16 pair sums of kRows rows × kTokens tokens into pairs[r · kTokens + t]: stored for
+// a group's first block, added to for the others.
+template <int kRows, int kTokens, bool kFirst>
+inline __attribute__((always_inline)) void Q4BlockPairs(const uint8_t* const (&rows)[kRows],
+                                                        const Q4Activations& xa, int64_t token,
+                                                        int64_t b,
+                                                        __m256i (&pairs)[kRows * kTokens]) {
+  __m256i wv[kRows];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(rows[r], b);
+#pragma GCC unroll 4
+  for (int t = 0; t < kTokens; ++t) {
+    const __m256i xv = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(xa.token_values(token + t) + b * kQ4BlockElements));
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256i block_pairs = _mm256_maddubs_epi16(wv[r], xv);
+      __m256i& sum = pairs[r * kTokens + t];
+      sum = kFirst ? block_pairs : _mm256_add_epi16(sum, block_pairs);
+    }
+  }
+}
+
 // kRows rows × kTokens tokens; product i = r · kTokens + t lands in lane i % 8 of acc[i / 8]. Per
-// group, each product's int32 lanes (maddubs of nibbles and int8 values, then madd) are summed
-// into the group's exact sum, eight products' at once (SumEach), then fma'd with their factors.
-// The loops carry unroll pragmas so that GCC keeps the tile in registers (see matmul_quant.cpp).
+// group, each product's exact sum (int16 pair sums over the group's blocks, widened once), eight
+// products' at once (SumEach), then fma'd with their factors. The loops carry unroll pragmas so
+// that GCC keeps the tile in registers (see matmul_quant.cpp).
 template <int kRows, int kTokens>
 void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
             int64_t row_step, float (&results)[kRows][kTokens]) {
   constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  const uint8_t* rows[kRows];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) rows[r] = w.row(row + r * row_step);
   __m256 acc[kGroups];
 #pragma GCC unroll 4
   for (int i = 0; i < kGroups; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
+    __m256i pairs[kProducts];
+    const int64_t first = g * blocks_per_group;
+    Q4BlockPairs<kRows, kTokens, true>(rows, xa, token, first, pairs);
+    for (int64_t b = first + 1; b < first + blocks_per_group; ++b)
+      Q4BlockPairs<kRows, kTokens, false>(rows, xa, token, b, pairs);
     __m256i sums[kGroups * 8];
 #pragma GCC unroll 32
-    for (int i = 0; i < kGroups * 8; ++i) sums[i] = _mm256_setzero_si256();
-    for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
-      __m256i wv[kRows];
-#pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) wv[r] = UnpackBlock(w.row(row + r * row_step), b);
-#pragma GCC unroll 4
-      for (int t = 0; t < kTokens; ++t) {
-        const __m256i xv = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(xa.token_values(token + t) + b * kQ4BlockElements));
-#pragma GCC unroll 8
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i products = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones);
-          sums[r * kTokens + t] = _mm256_add_epi32(sums[r * kTokens + t], products);
-        }
-      }
-    }
+    for (int i = 0; i < kGroups * 8; ++i)
+      sums[i] = i < kProducts ? _mm256_madd_epi16(pairs[i], ones) : _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int i = 0; i < kGroups; ++i) {
       __m256 factors;
@@ -193,7 +218,6 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
     rows[r] = w.row(row + r * row_step);
     params[r] = w.q4_params(row + r * row_step);
   }
-  const int8_t* x = xa.token_values(token);
   __m256 acc = _mm256_setzero_ps(), minimum_chain = _mm256_setzero_ps();
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 8) {
     const int count = static_cast<int>(std::min<int64_t>(8, xa.groups - g0));
@@ -201,19 +225,14 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
     LaneOrderedParams8(params, g0, count, scales, minimums);
     for (int j = 0; j < count; ++j) {
       const int64_t g = g0 + j;
+      __m256i pairs[8];
+      const int64_t first = g * blocks_per_group;
+      Q4BlockPairs<8, 1, true>(rows, xa, token, first, pairs);
+      for (int64_t b = first + 1; b < first + blocks_per_group; ++b)
+        Q4BlockPairs<8, 1, false>(rows, xa, token, b, pairs);
       __m256i sums[8];
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) sums[r] = _mm256_setzero_si256();
-      for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
-        const __m256i xv =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kQ4BlockElements));
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) {
-          const __m256i products =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(UnpackBlock(rows[r], b), xv), ones);
-          sums[r] = _mm256_add_epi32(sums[r], products);
-        }
-      }
+      for (int r = 0; r < 8; ++r) sums[r] = _mm256_madd_epi16(pairs[r], ones);
       const __m256 factors = _mm256_mul_ps(scales[j], _mm256_set1_ps(xa.scale(token, g)));
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEach(sums)), factors, acc);
       minimum_chain =
