@@ -89,19 +89,24 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   return inputs;
 }
 
+// Where --weights resident|stream puts every extent, and the ring depth it streams with.
+Tier ForcedTier(const SessionOptions& options) {
+  return options.weights == WeightsMode::kResident ? Tier::kDevice : Tier::kNvme;
+}
+int ForcedPrefetchDepth(const SessionOptions& options) {
+  return options.prefetch_depth >= 0 ? options.prefetch_depth : 1;
+}
+
 // The planner's placement (--weights auto), or every extent resident or streamed (--weights
-// resident|stream) with its memory use and prediction evaluated the same way; --prefetch-depth
-// re-evaluates the chosen placement at that depth.
-Plan PlanPlacement(const Checkpoint& checkpoint, const SessionOptions& options,
-                   const PlannerInputs& inputs) {
+// resident|stream) with its memory use and prediction evaluated the same way (an error when that
+// does not fit the budget); --prefetch-depth re-evaluates the chosen placement at that depth.
+Plan PlanPlacement(const SessionOptions& options, const PlannerInputs& inputs) {
   if (options.weights == WeightsMode::kAuto) {
     const Plan plan = MakePlan(inputs);
     if (options.prefetch_depth < 0 || !plan.offload_needed) return plan;
     return EvaluatePlacement(inputs, plan.placement.tiers, options.prefetch_depth);
   }
-  const Tier tier = options.weights == WeightsMode::kResident ? Tier::kDevice : Tier::kNvme;
-  return EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier),
-                           options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
+  return PlaceEveryExtent(inputs, ForcedTier(options), ForcedPrefetchDepth(options));
 }
 
 }  // namespace
@@ -141,7 +146,13 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
   session.inputs = InputsFor(checkpoint, options, session.limits);
   session.inputs.routing = session.routing.get();
   if (options.batch_size == 0) {
-    const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch);
+    // A forced placement's candidates are planned as that placement, so the batch it picks fits
+    // with every extent where --weights puts it.
+    auto plan_for = [&options](const PlannerInputs& candidate) {
+      if (options.weights == WeightsMode::kAuto) return MakePlan(candidate);
+      return PlaceEveryExtent(candidate, ForcedTier(options), ForcedPrefetchDepth(options));
+    };
+    const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch, plan_for);
     session.batch_choice = choice.why;
     SessionOptions chosen = options;
     chosen.batch_size = choice.batch_size;
@@ -149,7 +160,7 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
     session.inputs = InputsFor(checkpoint, chosen, session.limits);
     session.inputs.routing = session.routing.get();
   }
-  session.plan = PlanPlacement(checkpoint, options, session.inputs);
+  session.plan = PlanPlacement(options, session.inputs);
   return session;
 }
 

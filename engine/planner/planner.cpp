@@ -214,7 +214,23 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
   return plan;
 }
 
-BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
+Plan PlaceEveryExtent(const PlannerInputs& inputs, Tier tier, int prefetch_depth) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  Plan plan =
+      EvaluatePlacement(inputs, std::vector<Tier>(checkpoint.extents.size(), tier), prefetch_depth);
+  if (plan.on_cuda() || plan.total_dram_bytes() <= inputs.cpu_mem_bytes) return plan;
+  Fail("--weights {}: batch {} × context {} needs {} of DRAM — weights {}, staging {}, KV cache "
+       "{}, activations {} — more than the {} budget (--cpu-mem, or this machine's memory); "
+       "lower --batch-size or --max-context, or let the planner stream weights (--weights auto)",
+       tier == Tier::kNvme ? "stream" : "resident", inputs.workload.batch_size,
+       inputs.workload.max_context, FormatBytesBeside(plan.total_dram_bytes(), inputs.cpu_mem_bytes),
+       FormatBytes(plan.resident_bytes), FormatBytes(plan.staging_bytes),
+       FormatBytes(plan.kv_bytes), FormatBytes(plan.activation_bytes),
+       FormatBytesBeside(inputs.cpu_mem_bytes, plan.total_dram_bytes()));
+}
+
+BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch,
+                            const std::function<Plan(const PlannerInputs&)>& plan_for) {
   std::vector<std::pair<int, Plan>> candidates;
   std::string tried;
   for (int batch = 1; batch <= std::max(max_batch, 1); batch *= 2) {
@@ -222,7 +238,7 @@ BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch) {
     candidate.workload.batch_size = batch;
     candidate.workload.step_tokens = std::max(inputs.workload.step_tokens, batch);
     try {
-      candidates.emplace_back(batch, MakePlan(candidate));
+      candidates.emplace_back(batch, plan_for(candidate));
       tried +=
           fmt::format(" {}:{}", batch, FormatRate(candidates.back().second.predicted_tokens_per_s));
     } catch (const Error& error) {

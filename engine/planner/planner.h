@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,10 @@ Plan EvaluatePlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
 // The same for a CUDA run (engine/planner/cuda_planner.cpp).
 Plan EvaluateCudaPlacement(const PlannerInputs& inputs, std::vector<Tier> placement,
                            int prefetch_depth);
+// Every extent on `tier` (--weights resident|stream): EvaluatePlacement's plan; on the CPU it
+// throws zinf::Error with the numbers when that plan's DRAM use exceeds the budget (a run that
+// counts on more memory than there is gets killed by the kernel part-way through).
+Plan PlaceEveryExtent(const PlannerInputs& inputs, Tier tier, int prefetch_depth);
 
 struct BatchChoice {
   int batch_size = 1;
@@ -159,8 +164,10 @@ struct BatchChoice {
 // crowds resident weights out or the arithmetic becomes the bound. Of the batches within 3% of the
 // best, a GPU plan takes the smallest (device memory left to weights), a CPU plan the largest
 // (measured speed keeps rising where the prediction is flat). Throws zinf::Error when not even
-// batch 1 fits.
-BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch);
+// batch 1 fits. `plan_for` plans one candidate (MakePlan; a forced placement's planner when
+// --weights fixes it) and throws when it does not fit.
+BatchChoice ChooseBatchSize(const PlannerInputs& inputs, int max_batch,
+                            const std::function<Plan(const PlannerInputs&)>& plan_for = MakePlan);
 
 // The share of a sparse layer's experts a step of `tokens` tokens routes to, for a uniform
 // router: 1 − (1 − k/E)^tokens, the expected distinct experts E·(1 − (1 − k/E)^tokens) over E.

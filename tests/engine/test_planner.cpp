@@ -213,3 +213,30 @@ TEST_CASE("planner: --batch-size auto on the CPU takes the largest batch within 
 }
 
 }  // namespace zinf
+
+namespace zinf {
+
+TEST_CASE("planner: --weights resident picks only batches whose resident plan fits the budget") {
+  // llama-2-7b in f16 is 12.6 GiB; at context 512 each sequence adds 0.5 GiB of f32 KV cache.
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  const PlannerInputs inputs = Inputs(model, 16 * kGiB);
+  auto resident = [](const PlannerInputs& candidate) {
+    return PlaceEveryExtent(candidate, Tier::kDevice, 1);
+  };
+  const BatchChoice choice = ChooseBatchSize(inputs, 256, resident);
+  CHECK(choice.plan.total_dram_bytes() <= 16 * kGiB);
+  for (Tier tier : choice.plan.placement) CHECK(tier == Tier::kDevice);
+  // The planner's own choice streams weights to make room for a larger batch's KV cache; the
+  // resident one stops where the whole model and the KV cache still fit.
+  CHECK(choice.batch_size < ChooseBatchSize(inputs, 256).batch_size);
+  PlannerInputs larger = inputs;
+  larger.workload.batch_size = 2 * choice.batch_size;
+  CHECK_THROWS_WITH(PlaceEveryExtent(larger, Tier::kDevice, 1),
+                    Catch::Contains("--weights resident") && Catch::Contains("more than the") &&
+                        Catch::Contains("lower --batch-size"));
+  // Nothing fits: batch 1 alone is larger than the budget, and the choice says so.
+  CHECK_THROWS_WITH(ChooseBatchSize(Inputs(model, 8 * kGiB), 256, resident),
+                    Catch::Contains("needs"));
+}
+
+}  // namespace zinf
