@@ -146,10 +146,12 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
   session.inputs = InputsFor(checkpoint, options, session.limits);
   session.inputs.routing = session.routing.get();
   if (options.batch_size == 0) {
-    // A forced placement's candidates are planned as that placement, so the batch it picks fits
-    // with every extent where --weights puts it.
+    // On the CPU a forced placement's candidates are planned as that placement, so the batch it
+    // picks fits with every extent where --weights puts it. (A CUDA plan's fit is the device
+    // pool's, which only the CUDA planner's own placements check.)
     auto plan_for = [&options](const PlannerInputs& candidate) {
-      if (options.weights == WeightsMode::kAuto) return MakePlan(candidate);
+      if (options.weights == WeightsMode::kAuto || candidate.backend == BackendKind::kCuda)
+        return MakePlan(candidate);
       return PlaceEveryExtent(candidate, ForcedTier(options), ForcedPrefetchDepth(options));
     };
     const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch, plan_for);
