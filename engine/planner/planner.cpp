@@ -223,7 +223,8 @@ Plan PlaceEveryExtent(const PlannerInputs& inputs, Tier tier, int prefetch_depth
        "{}, activations {} — more than the {} budget (--cpu-mem, or this machine's memory); "
        "lower --batch-size or --max-context, or let the planner stream weights (--weights auto)",
        tier == Tier::kNvme ? "stream" : "resident", inputs.workload.batch_size,
-       inputs.workload.max_context, FormatBytesBeside(plan.total_dram_bytes(), inputs.cpu_mem_bytes),
+       inputs.workload.max_context,
+       FormatBytesBeside(plan.total_dram_bytes(), inputs.cpu_mem_bytes),
        FormatBytes(plan.resident_bytes), FormatBytes(plan.staging_bytes),
        FormatBytes(plan.kv_bytes), FormatBytes(plan.activation_bytes),
        FormatBytesBeside(inputs.cpu_mem_bytes, plan.total_dram_bytes()));
