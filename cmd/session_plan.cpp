@@ -89,12 +89,11 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   return inputs;
 }
 
-// Where --weights resident|stream puts every extent, and the ring depth it streams with.
-Tier ForcedTier(const SessionOptions& options) {
-  return options.weights == WeightsMode::kResident ? Tier::kDevice : Tier::kNvme;
-}
-int ForcedPrefetchDepth(const SessionOptions& options) {
-  return options.prefetch_depth >= 0 ? options.prefetch_depth : 1;
+// Every extent where --weights resident|stream puts it, streamed (if so) at --prefetch-depth or 1;
+// an error when that does not fit the budget.
+Plan ForcedPlan(const SessionOptions& options, const PlannerInputs& inputs) {
+  const Tier tier = options.weights == WeightsMode::kResident ? Tier::kDevice : Tier::kNvme;
+  return PlaceEveryExtent(inputs, tier, options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
 }
 
 // The planner's placement (--weights auto), or every extent resident or streamed (--weights
@@ -106,7 +105,7 @@ Plan PlanPlacement(const SessionOptions& options, const PlannerInputs& inputs) {
     if (options.prefetch_depth < 0 || !plan.offload_needed) return plan;
     return EvaluatePlacement(inputs, plan.placement.tiers, options.prefetch_depth);
   }
-  return PlaceEveryExtent(inputs, ForcedTier(options), ForcedPrefetchDepth(options));
+  return ForcedPlan(options, inputs);
 }
 
 }  // namespace
@@ -152,7 +151,7 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
     auto plan_for = [&options](const PlannerInputs& candidate) {
       if (options.weights == WeightsMode::kAuto || candidate.backend == BackendKind::kCuda)
         return MakePlan(candidate);
-      return PlaceEveryExtent(candidate, ForcedTier(options), ForcedPrefetchDepth(options));
+      return ForcedPlan(options, candidate);
     };
     const BatchChoice choice = ChooseBatchSize(session.inputs, options.max_auto_batch, plan_for);
     session.batch_choice = choice.why;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "cpu/dot.h"
 #include "cpu/matmul_q4_amx.h"

@@ -212,10 +212,6 @@ TEST_CASE("planner: --batch-size auto on the CPU takes the largest batch within 
   CHECK(ChooseBatchSize(inputs, 3).batch_size <= 3);
 }
 
-}  // namespace zinf
-
-namespace zinf {
-
 TEST_CASE("planner: --weights resident picks only batches whose resident plan fits the budget") {
   // llama-2-7b in f16 is 12.6 GiB; at context 512 each sequence adds 0.5 GiB of f32 KV cache.
   const Checkpoint model = ShippedConfig("llama-2-7b");
