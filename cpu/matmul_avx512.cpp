@@ -4,7 +4,8 @@
 // broadcast to both halves, so each half follows the AVX2 kernel's chain exactly. A tile of 6
 // rows × 4 token pairs keeps 24 accumulators in registers. The token pairs come from L2 and the
 // weight rows from L1, so tall tiles win: 6 × 4 measured 1.25× faster than 4 × 6 (one thread,
-// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between.
+// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between. f16 and bf16 rows are widened to
+// f32 a span at a time into a per-thread buffer, which the same f32 tiles then read.
 #include "cpu/matmul_avx512.h"
 
 #include <immintrin.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cpu/dot.h"
+#include "cpu/tiling.h"
 #include "engine/error.h"
 
 namespace zinf::cpu {
@@ -31,7 +33,7 @@ constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
 // (cpu_tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
 // prefill 1.05x faster than with 768 KiB, 110M unchanged.
-// Row groups whose weights exceed twice this are done in spans of about this many bytes, so that
+// Row groups whose weights (as f32) exceed twice this are done in spans of about this many bytes, so that
 // the group's span stays in L1 while every pair tile passes (one thread, 128 tokens: 768 x 2048
 // and 2048 x 5632 ~1.07x faster); smaller ones whole (768 x 768 was slower split in two).
 constexpr int64_t kSpanWeightBytes = int64_t{16} << 10;
@@ -85,20 +87,34 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
   return packed.pairs.data();
 }
 
-// The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
+// Elements [begin, end) (multiples of 8) of rows [row, row + rows) widened to f32 into `dst`,
+// laid out as the rows themselves (row r's element k at dst[r · cols + k]). The widening is exact,
+// so the f32 tile that then reads them computes the same bits as one that widens as it goes; but
+// it widens each weight once per span instead of once per pair tile: f16 prefill spent most of its
+// time in conversions that shared the FMA ports (a conversion per 4 FMAs, f16 at half f32's rate).
 template <DType kDType>
-inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
-  if constexpr (kDType == DType::kF32) {
-    return _mm512_broadcast_f32x8(_mm256_loadu_ps(static_cast<const float*>(base) + idx));
-  } else if constexpr (kDType == DType::kF16) {
-    const auto* p = static_cast<const uint16_t*>(base) + idx;
-    return _mm512_cvtph_ps(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  } else {
-    const auto* p = static_cast<const uint16_t*>(base) + idx;
-    const __m256i both =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(both), 16));
+void WidenRowSpan(const Weight& w, int64_t row, int rows, int64_t begin, int64_t end, float* dst) {
+  for (int r = 0; r < rows; ++r) {
+    const auto* src = static_cast<const uint16_t*>(w.data) + (row + r) * w.cols;
+    float* out = dst + r * w.cols;
+    int64_t k = begin;
+    for (; k + 16 <= end; k += 16) {
+      const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
+      if constexpr (kDType == DType::kF16) {
+        _mm512_storeu_ps(out + k, _mm512_cvtph_ps(half));
+      } else {
+        _mm512_storeu_si512(out + k, _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+      }
+    }
+    if (k < end) {
+      const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k));
+      if constexpr (kDType == DType::kF16) {
+        _mm256_storeu_ps(out + k, _mm256_cvtph_ps(half));
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
+                            _mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+      }
+    }
   }
 }
 
@@ -119,10 +135,10 @@ struct ChunkSpan {
 };
 
 // Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains over
-// the span's chunks.
-template <DType kDType, int kRows, int kPairs>
-inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const Weight& w,
-                     int64_t row, int64_t pair, const char* l2_lines, int64_t num_l2_lines,
+// the span's chunks; `rows` holds the rows' weights as f32, a row every row_stride floats.
+template <int kRows, int kPairs>
+inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const float* rows,
+                     int64_t row_stride, int64_t pair, const char* l2_lines, int64_t num_l2_lines,
                      __m512 (&acc)[kRows][kPairs]) {
   // The loops over the tile are unrolled by hand-given pragmas: at -O2 GCC keeps `acc` in memory
   // otherwise, and the kernel runs at a third of its speed.
@@ -141,7 +157,7 @@ inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span,
     __m512 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
-      wv[r] = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + 8 * c);
+      wv[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(rows + r * row_stride + 8 * c));
 #pragma GCC unroll 8
     for (int p = 0; p < kPairs; ++p) {
       _mm_prefetch(reinterpret_cast<const char*>(xp + ((c + kPairChunksAhead) * 4 + p) * 16),
@@ -174,13 +190,14 @@ inline __m512 ReduceTwoRowsOfFourPairs(const __m512 (&first)[4], const __m512 (&
                        _mm512_shuffle_ps(v, u, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-template <DType kDType, int kRows, int kPairs>
+// `rows` as PairTile's; w (any dtype) gives the rows' tails past the last whole chunk.
+template <int kRows, int kPairs>
 void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
-             int64_t chunks, const Weight& w, const Weight& bias, float* out, int64_t out_stride,
-             int64_t row, int64_t pair, const ChunkSpan& span, const char* l2_lines = nullptr,
-             int64_t num_l2_lines = 0) {
+             int64_t chunks, const float* rows, const Weight& w, const Weight& bias, float* out,
+             int64_t out_stride, int64_t row, int64_t pair, const ChunkSpan& span,
+             const char* l2_lines = nullptr, int64_t num_l2_lines = 0) {
   __m512 acc[kRows][kPairs];
-  PairTile<kDType, kRows, kPairs>(packed, chunks, span, w, row, pair, l2_lines, num_l2_lines, acc);
+  PairTile<kRows, kPairs>(packed, chunks, span, rows, w.cols, pair, l2_lines, num_l2_lines, acc);
   if (!span.last) {
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
@@ -237,8 +254,9 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
   const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
-  // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
-  const int64_t group_bytes = kRows * chunks * 8 * kElementBytes;
+  // Long rows in spans, so that the group's weights (as f32) stay in L1 while every pair tile
+  // passes.
+  const int64_t group_bytes = kRows * chunks * 8 * int64_t{sizeof(float)};
   const int64_t span_count = group_bytes > 2 * kSpanWeightBytes
                                  ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes
                                  : 1;
@@ -251,24 +269,34 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   thread_local std::vector<Register> states;
   const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
   if (span_count > 1 && states.size() < state_size) states.resize(state_size);
+  struct WidenedRows;
+  float* widened = nullptr;
+  if constexpr (kDType != DType::kF32) {
+    widened = reinterpret_cast<float*>(
+        AlignedThreadScratch<WidenedRows>(static_cast<size_t>(kRows * w.cols) * sizeof(float)));
+  }
+  const float* rows =
+      widened != nullptr ? widened : static_cast<const float*>(w.data) + row * w.cols;
   for (int64_t begin = 0; begin < std::max<int64_t>(chunks, 1); begin += span_chunks) {
     ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0,
                    begin + span_chunks >= chunks, nullptr};
+    if constexpr (kDType != DType::kF32) {
+      WidenRowSpan<kDType>(w, row, kRows, span.begin * 8, span.end * 8, widened);
+    }
     int64_t p = pair_begin;
     int64_t tile = 0;
     for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs, ++tile) {
       // The next group is prefetched during the last span, when this group's weights are done.
       const int64_t lines = span.last ? std::min(lines_per_tile, next_lines - prefetched) : 0;
       if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
-      RunTile<kDType, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                         out_stride, row, p, span, next_rows + prefetched * 64,
-                                         lines);
+      RunTile<kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
+                                 out_stride, row, p, span, next_rows + prefetched * 64, lines);
       prefetched += lines;
     }
     if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
     auto edge = [&]<int kPairs>() {
-      RunTile<kDType, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                     out_stride, row, p, span);
+      RunTile<kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
+                             out_stride, row, p, span);
     };
     static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
     switch (pair_end - p) {
