@@ -76,11 +76,10 @@ inline __m256 LoadWeights8(const void* base, int64_t idx) {
   }
 }
 
-// A tile of kRows weight rows × kTokens tokens: each weight vector loaded once per tile. `rows`
-// holds the tile's first row as kLoad values, a row every w.cols; w (any dtype) gives the tails.
-template <DType kLoad, int kRows, int kTokens>
-inline void DotTile(const float* x, int64_t x_stride, const void* rows, const Weight& w,
-                    int64_t row, int64_t row_step, int64_t body, bool prefetch_next_tile,
+// A tile of kRows weight rows × kTokens tokens: each weight vector loaded once per tile.
+template <DType kDType, int kRows, int kTokens>
+inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t row,
+                    int64_t row_step, int64_t body, bool prefetch_next_tile,
                     float results[kRows][kTokens]) {
   // Unrolled by pragmas: at -O2 GCC otherwise keeps `acc` in memory (a third of the speed).
   __m256 acc[kRows][kTokens];
@@ -91,9 +90,9 @@ inline void DotTile(const float* x, int64_t x_stride, const void* rows, const We
   // A lone token reads each weight once: where it measured faster (cpu/tile_prefetch.h), what the
   // next tile reads is prefetched as this tile's rows are consumed, a tile ahead: the bytes right
   // after this tile's, or, for rows a stride apart, each row's next.
-  constexpr int64_t kElementBytes = kLoad == DType::kF32 ? 4 : 2;
+  constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
   const int64_t row_bytes = w.cols * kElementBytes;
-  const char* first_row = static_cast<const char*>(rows);
+  const char* first_row = static_cast<const char*>(w.data) + row * row_bytes;
   for (int64_t k = 0; k < body; k += 8) {
     if (kTokens == 1 && prefetch_next_tile) {
       if (row_step == 1) {
@@ -111,7 +110,8 @@ inline void DotTile(const float* x, int64_t x_stride, const void* rows, const We
     }
     __m256 wv[kRows];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) wv[r] = LoadWeights8<kLoad>(rows, r * row_step * w.cols + k);
+    for (int r = 0; r < kRows; ++r)
+      wv[r] = LoadWeights8<kDType>(w.data, (row + r * row_step) * w.cols + k);
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * x_stride + k);
@@ -128,19 +128,6 @@ inline void DotTile(const float* x, int64_t x_stride, const void* rows, const We
   }
 }
 
-// Rows [row, row + rows) of 16-bit weights widened to f32 over their whole chunks: exact, so a tile
-// reading them computes the same bits, and each weight is widened once per token block instead of
-// once per tile (the conversions shared the FMA ports: 3 per 12 FMAs).
-template <DType kDType>
-void WidenRows(const Weight& w, int64_t row, int rows, int64_t body, float* dst) {
-  for (int r = 0; r < rows; ++r) {
-    const void* src = static_cast<const uint16_t*>(w.data) + (row + r) * w.cols;
-    for (int64_t k = 0; k < body; k += 8) {
-      _mm256_storeu_ps(dst + r * w.cols + k, LoadWeights8<kDType>(src, k));
-    }
-  }
-}
-
 template <DType kDType>
 void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
@@ -149,37 +136,15 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
   // exactly the 16 ymm registers (4 × 3 spilled one). One token: 8 independent rows, 8 streams
   // for the hardware prefetchers (1.1B-shape f32 decode on an Emerald Rapids guest: 7.2 tok/s
   // with 8, 6.5 with 4, 5.9 with 12).
-  constexpr int kRowsPerTile = 3;
   const int64_t body = w.cols / 8 * 8;
   const bool prefetch_next_tile = PrefetchNextTile(kDType, num_tokens);
-  // 16-bit rows are widened a row group at a time when several token tiles will read them.
-  struct WidenedRows;
-  constexpr bool kWidens = kDType != DType::kF32;
-  const bool widen = kWidens && num_tokens >= 8;
-  float* widened = widen ? reinterpret_cast<float*>(AlignedThreadScratch<WidenedRows>(
-                               static_cast<size_t>(kRowsPerTile * w.cols) * sizeof(float)))
-                         : nullptr;
-  int64_t widened_row = -1;
-  ForEachTile<kRowsPerTile, 4, 8>(
-      num_tokens, row_begin, row_end, w.cols * 4,
-      [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
-        float results[kRows][kTokens];
-        if constexpr (kWidens && kRows == kRowsPerTile) {
-          if (widen) {
-            if (widened_row != r) WidenRows<kDType>(w, r, kRows, body, widened);
-            widened_row = r;
-            DotTile<DType::kF32, kRows, kTokens>(x + t * x_stride, x_stride, widened, w, r, 1,
-                                                  body, false, results);
-            StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t);
-            return;
-          }
-        }
-        constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
-        const void* rows = static_cast<const char*>(w.data) + r * w.cols * kElementBytes;
-        DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, rows, w, r, row_step, body,
-                                        prefetch_next_tile, results);
-        StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
-      });
+  ForEachTile<3, 4, 8>(num_tokens, row_begin, row_end, w.cols * 4,
+                       [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
+                         float results[kRows][kTokens];
+                         DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, row_step,
+                                                         body, prefetch_next_tile, results);
+                         StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
+                       });
 }
 
 #pragma GCC pop_options

@@ -4,8 +4,9 @@
 // broadcast to both halves, so each half follows the AVX2 kernel's chain exactly. A tile of 6
 // rows × 4 token pairs keeps 24 accumulators in registers. The token pairs come from L2 and the
 // weight rows from L1, so tall tiles win: 6 × 4 measured 1.25× faster than 4 × 6 (one thread,
-// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between. f16 and bf16 rows are widened to
-// f32 a span at a time into a per-thread buffer, which the same f32 tiles then read.
+// 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between. f16 and bf16 weights are converted
+// to f32 in each tile or, where the start-up measurement found it faster (PairTiling), widened a
+// span at a time into a per-thread buffer that the f32 tiles then read.
 #include "cpu/matmul_avx512.h"
 
 #include <immintrin.h>
@@ -33,10 +34,6 @@ constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
 // (cpu_tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
 // prefill 1.05x faster than with 768 KiB, 110M unchanged.
-// Row groups whose weights (as f32) exceed twice this are done in spans of about this many bytes, so that
-// the group's span stays in L1 while every pair tile passes (one thread, 128 tokens: 768 x 2048
-// and 2048 x 5632 ~1.07x faster); smaller ones whole (768 x 768 was slower split in two).
-constexpr int64_t kSpanWeightBytes = int64_t{16} << 10;
 constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
 
 #pragma GCC push_options
@@ -87,11 +84,27 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
   return packed.pairs.data();
 }
 
+// The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
+template <DType kDType>
+inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
+  if constexpr (kDType == DType::kF32) {
+    return _mm512_broadcast_f32x8(_mm256_loadu_ps(static_cast<const float*>(base) + idx));
+  } else if constexpr (kDType == DType::kF16) {
+    const auto* p = static_cast<const uint16_t*>(base) + idx;
+    return _mm512_cvtph_ps(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  } else {
+    const auto* p = static_cast<const uint16_t*>(base) + idx;
+    const __m256i both =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(both), 16));
+  }
+}
+
 // Elements [begin, end) (multiples of 8) of rows [row, row + rows) widened to f32 into `dst`,
 // laid out as the rows themselves (row r's element k at dst[r · cols + k]). The widening is exact,
-// so the f32 tile that then reads them computes the same bits as one that widens as it goes; but
-// it widens each weight once per span instead of once per pair tile: f16 prefill spent most of its
-// time in conversions that shared the FMA ports (a conversion per 4 FMAs, f16 at half f32's rate).
+// so the f32 tile that then reads them computes the same bits as a tile that widens as it goes,
+// but each weight is widened once per span instead of once per pair tile (PairTiling).
 template <DType kDType>
 void WidenRowSpan(const Weight& w, int64_t row, int rows, int64_t begin, int64_t end, float* dst) {
   for (int r = 0; r < rows; ++r) {
@@ -135,9 +148,9 @@ struct ChunkSpan {
 };
 
 // Rows [row, row + kRows) × token pairs [pair, pair + kPairs), accumulated in 8-lane chains over
-// the span's chunks; `rows` holds the rows' weights as f32, a row every row_stride floats.
-template <int kRows, int kPairs>
-inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const float* rows,
+// the span's chunks; `rows` holds the rows' weights as kLoad values, a row every row_stride.
+template <DType kLoad, int kRows, int kPairs>
+inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span, const void* rows,
                      int64_t row_stride, int64_t pair, const char* l2_lines, int64_t num_l2_lines,
                      __m512 (&acc)[kRows][kPairs]) {
   // The loops over the tile are unrolled by hand-given pragmas: at -O2 GCC keeps `acc` in memory
@@ -156,8 +169,7 @@ inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span,
     if (c - span.begin < num_l2_lines) _mm_prefetch(l2_lines + (c - span.begin) * 64, _MM_HINT_T1);
     __m512 wv[kRows];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r)
-      wv[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(rows + r * row_stride + 8 * c));
+    for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kLoad>(rows, r * row_stride + 8 * c);
 #pragma GCC unroll 8
     for (int p = 0; p < kPairs; ++p) {
       _mm_prefetch(reinterpret_cast<const char*>(xp + ((c + kPairChunksAhead) * 4 + p) * 16),
@@ -191,13 +203,14 @@ inline __m512 ReduceTwoRowsOfFourPairs(const __m512 (&first)[4], const __m512 (&
 }
 
 // `rows` as PairTile's; w (any dtype) gives the rows' tails past the last whole chunk.
-template <int kRows, int kPairs>
+template <DType kLoad, int kRows, int kPairs>
 void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
-             int64_t chunks, const float* rows, const Weight& w, const Weight& bias, float* out,
+             int64_t chunks, const void* rows, const Weight& w, const Weight& bias, float* out,
              int64_t out_stride, int64_t row, int64_t pair, const ChunkSpan& span,
              const char* l2_lines = nullptr, int64_t num_l2_lines = 0) {
   __m512 acc[kRows][kPairs];
-  PairTile<kRows, kPairs>(packed, chunks, span, rows, w.cols, pair, l2_lines, num_l2_lines, acc);
+  PairTile<kLoad, kRows, kPairs>(packed, chunks, span, rows, w.cols, pair, l2_lines, num_l2_lines,
+                                 acc);
   if (!span.last) {
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
@@ -241,11 +254,13 @@ void RunTile(const float* x, int64_t x_stride, int64_t num_tokens, const float* 
   }
 }
 
-// The tile shapes by (rows, pairs) at run time: full tiles, then the edges.
-template <DType kDType, int kRows>
+// The tile shapes by (rows, pairs) at run time: full tiles, then the edges. The tiles read the
+// weights as kLoad: kDType itself, or f32 widened a span at a time.
+template <DType kDType, DType kLoad, int kRows>
 void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const float* packed,
                  int64_t chunks, const Weight& w, const Weight& bias, float* out,
-                 int64_t out_stride, int64_t row, int64_t pair_begin, int64_t pair_end) {
+                 int64_t out_stride, int64_t row, int64_t pair_begin, int64_t pair_end,
+                 int64_t span_bytes) {
   // The next row group's weights are brought into L2 a slice per pair tile, so that its first
   // pass does not wait on DRAM (the weights are read once per call; the pairs are in L2 already).
   constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
@@ -254,11 +269,11 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
   const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
-  // Long rows in spans, so that the group's weights (as f32) stay in L1 while every pair tile
-  // passes.
-  const int64_t group_bytes = kRows * chunks * 8 * int64_t{sizeof(float)};
-  const int64_t span_count = group_bytes > 2 * kSpanWeightBytes
-                                 ? (group_bytes + kSpanWeightBytes - 1) / kSpanWeightBytes
+  // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
+  constexpr int64_t kLoadBytes = kLoad == DType::kF32 ? 4 : 2;
+  const int64_t group_bytes = kRows * chunks * 8 * kLoadBytes;
+  const int64_t span_count = span_bytes > 0 && group_bytes > 2 * span_bytes
+                                 ? (group_bytes + span_bytes - 1) / span_bytes
                                  : 1;
   // At least one span, even an empty one: a row shorter than 8 is all tail, and its tiles must
   // still run to write it.
@@ -269,34 +284,35 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   thread_local std::vector<Register> states;
   const auto state_size = static_cast<size_t>((tiles + 1) * kRows * kTilePairs);
   if (span_count > 1 && states.size() < state_size) states.resize(state_size);
+  constexpr bool kWidens = kLoad != kDType;
   struct WidenedRows;
+  const void* rows = static_cast<const char*>(w.data) + row * w.cols * kElementBytes;
   float* widened = nullptr;
-  if constexpr (kDType != DType::kF32) {
+  if constexpr (kWidens) {
     widened = reinterpret_cast<float*>(
         AlignedThreadScratch<WidenedRows>(static_cast<size_t>(kRows * w.cols) * sizeof(float)));
+    rows = widened;
   }
-  const float* rows =
-      widened != nullptr ? widened : static_cast<const float*>(w.data) + row * w.cols;
   for (int64_t begin = 0; begin < std::max<int64_t>(chunks, 1); begin += span_chunks) {
     ChunkSpan span{begin, std::min(chunks, begin + span_chunks), begin == 0,
                    begin + span_chunks >= chunks, nullptr};
-    if constexpr (kDType != DType::kF32) {
+    if constexpr (kWidens)
       WidenRowSpan<kDType>(w, row, kRows, span.begin * 8, span.end * 8, widened);
-    }
     int64_t p = pair_begin;
     int64_t tile = 0;
     for (int64_t prefetched = 0; p + kTilePairs <= pair_end; p += kTilePairs, ++tile) {
       // The next group is prefetched during the last span, when this group's weights are done.
       const int64_t lines = span.last ? std::min(lines_per_tile, next_lines - prefetched) : 0;
       if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
-      RunTile<kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
-                                 out_stride, row, p, span, next_rows + prefetched * 64, lines);
+      RunTile<kLoad, kRows, kTilePairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
+                                        out_stride, row, p, span, next_rows + prefetched * 64,
+                                        lines);
       prefetched += lines;
     }
     if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
     auto edge = [&]<int kPairs>() {
-      RunTile<kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
-                             out_stride, row, p, span);
+      RunTile<kLoad, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
+                                    out_stride, row, p, span);
     };
     static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
     switch (pair_end - p) {
@@ -308,10 +324,10 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   }
 }
 
-template <DType kDType>
+template <DType kDType, DType kLoad>
 void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                 int64_t row_end, uint64_t x_version) {
+                 int64_t row_end, uint64_t x_version, int64_t span_bytes) {
   const int64_t chunks = w.cols / 8;
   const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
@@ -322,14 +338,28 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
     const int64_t pair_end = std::min(pairs, pair_begin + block);
     int64_t r = row_begin;
     for (; r + kTileRows <= row_end; r += kTileRows) {
-      RunRowGroup<kDType, kTileRows>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                     out_stride, r, pair_begin, pair_end);
+      RunRowGroup<kDType, kLoad, kTileRows>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                            out_stride, r, pair_begin, pair_end, span_bytes);
     }
     for (; r < row_end; ++r) {
-      RunRowGroup<kDType, 1>(x, x_stride, num_tokens, packed, chunks, w, bias, out, out_stride, r,
-                             pair_begin, pair_end);
+      RunRowGroup<kDType, kLoad, 1>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
+                                    out_stride, r, pair_begin, pair_end, span_bytes);
     }
   }
+}
+
+template <DType kDType>
+void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                      const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                      int64_t row_end, uint64_t x_version, int64_t span_bytes, bool widen) {
+  if constexpr (kDType != DType::kF32) {
+    if (widen) {
+      return MatMulPairs<kDType, DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
+                                              row_begin, row_end, x_version, span_bytes);
+    }
+  }
+  MatMulPairs<kDType, kDType>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
+                              x_version, span_bytes);
 }
 
 #pragma GCC diagnostic pop
@@ -337,23 +367,32 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
 
 }  // namespace
 
-void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
-                      const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end, uint64_t x_version) {
+void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                           const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                           int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
   switch (w.dtype) {
     case DType::kF32:
-      return MatMulPairs<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
-                                      row_end, x_version);
+      return MatMulPairsTiled<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
+                                           row_begin, row_end, x_version, tiling.span_bytes, false);
     case DType::kF16:
-      return MatMulPairs<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
-                                      row_end, x_version);
+      return MatMulPairsTiled<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
+                                           row_begin, row_end, x_version, tiling.span_bytes,
+                                           tiling.widen_f16);
     case DType::kBF16:
-      return MatMulPairs<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin,
-                                       row_end, x_version);
+      return MatMulPairsTiled<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
+                                            row_begin, row_end, x_version, tiling.span_bytes,
+                                            tiling.widen_bf16);
     case DType::kI8:
     case DType::kQ4: break;
   }
   Fail("MatMulRowsAvx512: {} weights go to the quantized kernels", DTypeName(w.dtype));
+}
+
+void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                      const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                      int64_t row_end, uint64_t x_version) {
+  MatMulRowsAvx512Tiled(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
+                        x_version, CurrentPairTiling());
 }
 
 }  // namespace zinf::cpu

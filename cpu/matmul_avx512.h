@@ -3,14 +3,38 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "engine/backend.h"
 
 namespace zinf::cpu {
 
+// How the kernel walks a row group. What is fastest differs by CPU (an Emerald Rapids guest ran
+// f16 at half its f32 rate converting in every tile, a Zen 4 one at full rate; spans won on the
+// one, whole rows on the other), so each process measures it on its first product; every setting
+// computes the same bits.
+struct PairTiling {
+  // Row groups whose weights, as the tiles read them, exceed twice this many bytes are done in
+  // spans of about this size, so that a span stays in L1 while every pair tile passes; 0: whole
+  // rows. Emerald Rapids: 16 KiB spans ~1.07x faster (one thread, 128 tokens, 768 x 2048 and
+  // 2048 x 5632); Zen 4: whole rows ~1.1x faster than 16 KiB spans (1B-shape rows).
+  int64_t span_bytes = int64_t{16} << 10;
+  bool widen_f16 = false;   // f16 rows widened to f32 a span at a time, not in every tile
+  bool widen_bf16 = false;  // the same for bf16
+};
+
+// The tiling products use: pinned by PinPairTiling, else measured once per process.
+PairTiling CurrentPairTiling();
+// Pins a tiling (tests run every one); nullopt returns to the measured one. Not while products run.
+void PinPairTiling(std::optional<PairTiling> tiling);
+
 // MatMulRows for f32/f16/bf16 weights and num_tokens ≥ 2, on a CPU with AVX-512 F/BW/VL/DQ.
 void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                       int64_t row_end, uint64_t x_version);
+// The same with a given tiling (what the measurement times).
+void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
+                           const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                           int64_t row_end, uint64_t x_version, const PairTiling& tiling);
 
 }  // namespace zinf::cpu

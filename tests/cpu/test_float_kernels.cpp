@@ -10,6 +10,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_avx512.h"
 #include "engine/dtype.h"
 #include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
@@ -105,7 +106,15 @@ TEST_CASE("float matmul: the AVX2 kernel equals the portable one bit for bit", "
 }
 
 TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
-  CheckMatMulLevel(cpu::CpuIsa::kAvx512);
+  // Every tiling the start-up measurement can pick, and 4 KiB spans (several even in short rows).
+  for (const int64_t span_bytes : {int64_t{16} << 10, int64_t{0}, int64_t{4} << 10}) {
+    for (const bool widen : {false, true}) {
+      INFO("span bytes " << span_bytes << (widen ? ", f16/bf16 widened" : ", converted per tile"));
+      cpu::PinPairTiling(cpu::PairTiling{span_bytes, widen, widen});
+      CheckMatMulLevel(cpu::CpuIsa::kAvx512);
+    }
+  }
+  cpu::PinPairTiling(std::nullopt);
 }
 
 TEST_CASE(
