@@ -292,7 +292,14 @@ if [ -z "${LLAMACPP_NAME:-}" ] && { [ -f "$llamacpp_bin/../../ggml/src/iqk/iqk_m
 fi
 VS_CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 VS_SIMD=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0)
+# The L3 size as the kernel reports it: glibc's getconf derives it from CPUID, which a VM may fill
+# in wrongly (320 MiB on a 32 MiB Zen 4 guest).
+l3_size=$(cat /sys/devices/system/cpu/cpu0/cache/index3/size 2>/dev/null || true)
+case "$l3_size" in
+  *K) VS_L3=$((${l3_size%K} * 1024)) ;;
+  *M) VS_L3=$((${l3_size%M} * 1024 * 1024)) ;;
+  *) VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0) ;;
+esac
 VS_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 export VS_PEER VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
 report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" "$rounds" <<'EOF'
