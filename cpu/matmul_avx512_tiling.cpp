@@ -10,6 +10,7 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_avx512.h"
 #include "engine/dtype.h"
+#include "engine/error.h"
 
 namespace zinf::cpu {
 
@@ -94,6 +95,8 @@ void PinPairTiling(std::optional<PairTiling> tiling) {
     g_pinned_span_bytes.store(-1, std::memory_order_release);
     return;
   }
+  // A negative size is the "not pinned" mark above.
+  ZINF_CHECK(tiling->span_bytes >= 0, "PinPairTiling: span_bytes {} < 0", tiling->span_bytes);
   g_pinned_widen_f16.store(tiling->widen_f16, std::memory_order_relaxed);
   g_pinned_widen_bf16.store(tiling->widen_bf16, std::memory_order_relaxed);
   g_pinned_span_bytes.store(tiling->span_bytes, std::memory_order_release);
