@@ -108,25 +108,9 @@ inline __m512 BroadcastWeights8(const void* base, int64_t idx) {
 template <DType kDType>
 void WidenRowSpan(const Weight& w, int64_t row, int rows, int64_t begin, int64_t end, float* dst) {
   for (int r = 0; r < rows; ++r) {
-    const auto* src = static_cast<const uint16_t*>(w.data) + (row + r) * w.cols;
-    float* out = dst + r * w.cols;
-    int64_t k = begin;
-    for (; k + 16 <= end; k += 16) {
-      const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
-      if constexpr (kDType == DType::kF16) {
-        _mm512_storeu_ps(out + k, _mm512_cvtph_ps(half));
-      } else {
-        _mm512_storeu_si512(out + k, _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-      }
-    }
-    if (k < end) {
-      const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k));
-      if constexpr (kDType == DType::kF16) {
-        _mm256_storeu_ps(out + k, _mm256_cvtph_ps(half));
-      } else {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
-                            _mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-      }
+    for (int64_t k = begin; k < end; k += 8) {
+      const __m512 both = BroadcastWeights8<kDType>(w.data, (row + r) * w.cols + k);
+      _mm256_storeu_ps(dst + r * w.cols + k, _mm512_castps512_ps256(both));
     }
   }
 }
@@ -348,18 +332,19 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
   }
 }
 
+// MatMulPairs with the tiling's span size, its 16-bit rows widened per span where it says so.
 template <DType kDType>
 void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end, uint64_t x_version, int64_t span_bytes, bool widen) {
+                      int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
   if constexpr (kDType != DType::kF32) {
-    if (widen) {
+    if (kDType == DType::kF16 ? tiling.widen_f16 : tiling.widen_bf16) {
       return MatMulPairs<kDType, DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                              row_begin, row_end, x_version, span_bytes);
+                                              row_begin, row_end, x_version, tiling.span_bytes);
     }
   }
   MatMulPairs<kDType, kDType>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                              x_version, span_bytes);
+                              x_version, tiling.span_bytes);
 }
 
 #pragma GCC diagnostic pop
@@ -373,15 +358,13 @@ void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens,
   switch (w.dtype) {
     case DType::kF32:
       return MatMulPairsTiled<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                           row_begin, row_end, x_version, tiling.span_bytes, false);
+                                           row_begin, row_end, x_version, tiling);
     case DType::kF16:
       return MatMulPairsTiled<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                           row_begin, row_end, x_version, tiling.span_bytes,
-                                           tiling.widen_f16);
+                                           row_begin, row_end, x_version, tiling);
     case DType::kBF16:
       return MatMulPairsTiled<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                            row_begin, row_end, x_version, tiling.span_bytes,
-                                            tiling.widen_bf16);
+                                            row_begin, row_end, x_version, tiling);
     case DType::kI8:
     case DType::kQ4: break;
   }

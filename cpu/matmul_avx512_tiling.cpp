@@ -3,14 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "cpu/matmul.h"
 #include "cpu/matmul_avx512.h"
 #include "engine/dtype.h"
-#include "engine/error.h"
 
 namespace zinf::cpu {
 
@@ -74,32 +73,18 @@ PairTiling MeasurePairTiling() {
   return tiling;
 }
 
-// The pinned tiling, if any: span_bytes < 0 when none.
-std::atomic<int64_t> g_pinned_span_bytes{-1};
-std::atomic<bool> g_pinned_widen_f16{false}, g_pinned_widen_bf16{false};
+// Set only while no product runs (PinPairTiling's contract): the pool publishes each task with a
+// release on its generation counter, which its threads acquire, so the write is seen by them.
+std::optional<PairTiling> g_pinned;
 
 }  // namespace
 
 PairTiling CurrentPairTiling() {
-  const int64_t pinned_span = g_pinned_span_bytes.load(std::memory_order_acquire);
-  if (pinned_span >= 0) {
-    return {pinned_span, g_pinned_widen_f16.load(std::memory_order_relaxed),
-            g_pinned_widen_bf16.load(std::memory_order_relaxed)};
-  }
+  if (g_pinned) return *g_pinned;
   static const PairTiling measured = MeasurePairTiling();
   return measured;
 }
 
-void PinPairTiling(std::optional<PairTiling> tiling) {
-  if (!tiling) {
-    g_pinned_span_bytes.store(-1, std::memory_order_release);
-    return;
-  }
-  // A negative size is the "not pinned" mark above.
-  ZINF_CHECK(tiling->span_bytes >= 0, "PinPairTiling: span_bytes {} < 0", tiling->span_bytes);
-  g_pinned_widen_f16.store(tiling->widen_f16, std::memory_order_relaxed);
-  g_pinned_widen_bf16.store(tiling->widen_bf16, std::memory_order_relaxed);
-  g_pinned_span_bytes.store(tiling->span_bytes, std::memory_order_release);
-}
+void PinPairTiling(std::optional<PairTiling> tiling) { g_pinned = tiling; }
 
 }  // namespace zinf::cpu
