@@ -95,6 +95,9 @@ Status Rope(float* x, int rows, int num_heads, int head_dim, const int* position
 Status SiluMul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream);
 Status Relu(float* x, int64_t count, cudaStream_t stream);
 Status Add(float* x, const float* y, int64_t count, cudaStream_t stream);
+// `count` floats copied by the multiprocessors' own loads and stores, where `in` may be page-locked
+// host memory: unlike a cudaMemcpyAsync, it does not queue behind copies on the copy engines.
+Status CopyByKernel(const float* in, int64_t count, float* out, cudaStream_t stream);
 Status GatherRows(const float* x, int64_t cols, const int* rows, int num_rows, float* out,
                   cudaStream_t stream);
 // x[rows[i]] += scales[i] * src[i]; rows are distinct, so no two blocks write one row.
@@ -113,6 +116,10 @@ Status Attention(const KvLayer& kv, const RowMap& map, const float* q, int num_h
 // kMaxAttentionKeysAsCpu.
 Status AttentionAsCpu(const KvLayer& kv, const RowMap& map, const float* q, int num_heads,
                       float scale, int max_keys, float* out, cudaStream_t stream);
+
+// How many blocks of Attention's kernel one multiprocessor runs at once: with the multiprocessor
+// count, how many (row, query head) walks proceed together (`zinf calibrate` times one such wave).
+Status AttentionBlocksPerMultiprocessor(int* blocks);
 
 // Largest head_dim the attention kernel takes.
 inline constexpr int kMaxHeadDim = 256;

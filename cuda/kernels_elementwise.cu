@@ -89,6 +89,13 @@ __global__ void AddKernel(float* x, const float* y, int64_t count) {
   }
 }
 
+__global__ void CopyKernel(const float* __restrict__ in, int64_t count, float* __restrict__ out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = in[i];
+  }
+}
+
 __global__ void GatherKernel(const float* __restrict__ x, int64_t cols,
                              const int* __restrict__ rows, float* __restrict__ out) {
   const int64_t source = rows[blockIdx.x];
@@ -172,6 +179,12 @@ Status Relu(float* x, int64_t count, cudaStream_t stream) {
 
 Status Add(float* x, const float* y, int64_t count, cudaStream_t stream) {
   AddKernel<<<GridFor(count, kThreads), kThreads, 0, stream>>>(x, y, count);
+  return cudaGetLastError();
+}
+
+Status CopyByKernel(const float* in, int64_t count, float* out, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  CopyKernel<<<GridFor(count, kThreads), kThreads, 0, stream>>>(in, count, out);
   return cudaGetLastError();
 }
 
