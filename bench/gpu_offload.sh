@@ -8,12 +8,17 @@
 #              that holds part of them).
 #   mixtral  — Mixtral-8x7B-shaped int4 (g64) on a 24 GB budget (#21): experts past the budget
 #              copied when routed to (--moe-experts gpu) or computed by the CPU (cpu), batch 1/16/64.
+#   resident — TinyLlama-1.1B-shaped int8 and int4 resident in device memory (their matrices
+#              dequantised before each GEMM), batch 1/32/128 at prompt 512: the planner's
+#              prediction of launches, attention and dequantisation against measurement.
 #   profile  — per-kernel GPU time (ncu) of resident decode steps beside their wall time: where a
 #              resident step's time goes (kernels, or launches and host work between them).
 # Usage: bench/gpu_offload.sh STAGE RESULTS_FILE   (ZINF: the binary, default build-gpu/zinf;
 # ZINF_OPT_OFFLOADS / ZINF_OPT_BATCHES narrow the OPT-30B sweep, e.g. "cpu" and "32,128", and
 # ZINF_OPT_STEP_TOKENS sets its step size (default 2048; batch x 64 prefills every prompt in one
 # step, so all sequences decode together to the end);
+# ZINF_70B_RUNS picks the llama70b stage's runs (default "auto dram"; ZINF_70B_GPU_MEM the dram
+# run's device budget, default 40G, ZINF_70B_BATCH its batch, default auto);
 # ZINF_PROFILE_RUNS picks the profile stage's workloads (default "f16-b1 f16-b32 int4-b32");
 # ZINF_GPU_WORK_DIR: where checkpoints go, default build-gpu/gpu-offload-work; a stage deletes
 # its checkpoint at the end unless ZINF_KEEP_CHECKPOINTS=1, since the two do not fit on 64 GB).
@@ -74,15 +79,34 @@ case "$stage" in
     model=$work/llama-2-70b-int4
     [ -f "$model/manifest.json" ] || timed "synthetic LLaMA-2-70B int4 g64" "$zinf" -q convert --synthetic \
       "$root/configs/llama-2-70b.json" "$model" --dtype int4 --group-size 64 --force
-    timed "plan, planner's placement" "$zinf" plan --model "$model" --device cuda --batch-size auto \
-      --max-context 545
-    timed "bench, planner's placement and batch" "$zinf" bench --model "$model" --device cuda \
-      --batch-size auto --prompt-len 512 --gen-len 32 --num-prompts 128 --step-tokens 4096 \
-      --repeat 1 --json "$work/llama70b-auto.json"
-    dram_budget=${ZINF_70B_GPU_MEM:-40G}
-    timed "bench, most weights in DRAM (--gpu-mem $dram_budget)" "$zinf" bench --model "$model" \
-      --device cuda --gpu-mem "$dram_budget" --batch-size auto --prompt-len 512 \
-      --gen-len 32 --num-prompts 128 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
+    runs=" ${ZINF_70B_RUNS:-auto dram} "
+    if [[ $runs == *" auto "* ]]; then
+      timed "plan, planner's placement" "$zinf" plan --model "$model" --device cuda --batch-size auto \
+        --max-context 545
+      timed "bench, planner's placement and batch" "$zinf" bench --model "$model" --device cuda \
+        --batch-size auto --prompt-len 512 --gen-len 32 --num-prompts 128 --step-tokens 4096 \
+        --repeat 1 --json "$work/llama70b-auto.json"
+    fi
+    if [[ $runs == *" dram "* ]]; then
+      dram_budget=${ZINF_70B_GPU_MEM:-40G}
+      batch=${ZINF_70B_BATCH:-auto}
+      timed "plan, --gpu-mem $dram_budget, batch $batch" "$zinf" plan --model "$model" --device cuda \
+        --gpu-mem "$dram_budget" --batch-size "$batch" --max-context 545
+      timed "bench, most weights in DRAM (--gpu-mem $dram_budget)" "$zinf" bench --model "$model" \
+        --device cuda --gpu-mem "$dram_budget" --batch-size "$batch" --prompt-len 512 \
+        --gen-len 32 --num-prompts 128 --step-tokens 4096 --repeat 1 --json "$work/llama70b-dram.json"
+    fi
+    ;;
+  resident)
+    model=$work/tinyllama-1.1b
+    for dtype in int8 int4; do
+      [ -f "$model-$dtype/manifest.json" ] || timed "synthetic TinyLlama-1.1B $dtype" "$zinf" -q convert \
+        --synthetic "$root/bench/configs/tinyllama-1.1b.json" "$model-$dtype" --dtype "$dtype" --force
+      timed "bench $dtype resident" "$zinf" bench --model "$model-$dtype" --device cuda \
+        --batch-size 1,32,128 --prompt-len 512 --gen-len 16 --step-tokens 8192 --repeat 1
+    done
+    rm -rf "$model-int8"
+    model=$model-int4
     ;;
   mixtral)
     model=$work/mixtral-8x7b-int4
@@ -126,7 +150,7 @@ case "$stage" in
         --step-tokens 4096
     ;;
   *)
-    echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, mixtral or profile)" >&2
+    echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, resident, mixtral or profile)" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One lent-GPU session of issue #24 in one command: runs the named stages in order — `check`
-# (scripts/gpu-check) and bench/gpu_offload.sh's stages (opt30b, llama70b, mixtral, profile) —
+# One lent-GPU session of issue #24 in one command: runs the named stages in order — `calibrate`
+# (zinf calibrate, whose rates every later plan uses), `check` (scripts/gpu-check) and
+# bench/gpu_offload.sh's stages (opt30b, llama70b, resident, mixtral, profile) —
 # each under its share of a total time budget, so a slow stage cannot leave nothing for the rest,
 # and writes each stage's results file into OUT_DIR.
 # Usage: bench/gpu_proof.sh OUT_DIR STAGE[:SECONDS]...   (ZINF_PROOF_BUDGET: total seconds, default
@@ -29,10 +30,20 @@ for spec in "$@"; do
   fi
   start=$SECONDS
   case "$stage" in
-    check) timeout "$limit" "$root/scripts/gpu-check" "$out/gpu-check-$today-$commit.txt" ;;
-    *) timeout "$limit" "$root/bench/gpu_offload.sh" "$stage" "$out/gpu-$stage-$today-$commit.txt" ;;
+    calibrate)
+      timeout "$limit" "${ZINF:-$root/build-gpu/zinf}" calibrate 2>&1 |
+        tee "$out/gpu-calibrate-$today-$commit.txt"
+      rc=${PIPESTATUS[0]}
+      ;;
+    check)
+      timeout "$limit" "$root/scripts/gpu-check" "$out/gpu-check-$today-$commit.txt"
+      rc=$?
+      ;;
+    *)
+      timeout "$limit" "$root/bench/gpu_offload.sh" "$stage" "$out/gpu-$stage-$today-$commit.txt"
+      rc=$?
+      ;;
   esac
-  rc=$?
   [ "$rc" -eq 0 ] || status=1
   echo "gpu_proof: stage $stage exit $rc after $((SECONDS - start)) s (limit ${limit}s)" | tee -a "$out/stages.txt"
 done

@@ -132,7 +132,8 @@ RunResult RunOnce(const Checkpoint& checkpoint, const SessionOptions& session_op
       session.plan().predicted_tokens_per_s,
       BoundName(session.plan().bound)};
   const int64_t decode_tokens = stats.generated_tokens - stats.prefill_steps_generated;
-  result.decode_batch = rate(static_cast<double>(decode_tokens), static_cast<double>(stats.decode_steps));
+  result.decode_batch =
+      rate(static_cast<double>(decode_tokens), static_cast<double>(stats.decode_steps));
   if (session.plan().on_cuda()) {
     result.moved_bytes_per_step =
         static_cast<double>(session.plan().pinned_bytes + session.plan().streamed_bytes_per_step);
@@ -253,6 +254,8 @@ void RunBench(const BenchOptions& options) {
               SessionOptions session = options.session;
               session.batch_size = batch;
               session.max_context = prompt.high + gen.high + 1;
+              // Decoding, a sequence attends over its prompt and half its generation on average.
+              session.mean_context = (prompt.low + prompt.high) / 2 + (gen.low + gen.high) / 4;
               session.weights = weights;
               session.prefetch_depth = depth;
               const int count = options.num_prompts > 0 ? options.num_prompts : std::max(batch, 16);

@@ -41,6 +41,9 @@ struct SessionOptions {
   int batch_size = 0;  // 0: auto — the planner's best under the budget, at most max_auto_batch
   int max_auto_batch = 256;
   int max_context = 0;  // 0: the model's max_position_embeddings, at most kDefaultMaxContext
+  // Positions a decode step's rows attend over on average, for the planner's attention time
+  // (bench knows it from the prompt and generation lengths); 0: max_context, an upper bound.
+  int mean_context = 0;
   int step_tokens = 512;
   int micro_batch_tokens = 0;    // 0: a step is one micro-batch
   int logit_rows_per_step = 0;   // 0: one per sequence; perplexity wants a whole step's

@@ -78,6 +78,8 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   }
   inputs.workload.batch_size = limits.max_sequences;
   inputs.workload.max_context = limits.max_context;
+  inputs.workload.mean_context =
+      options.mean_context > 0 ? std::min(options.mean_context, limits.max_context) : 0;
   inputs.workload.step_tokens = limits.max_tokens_per_step;
   inputs.workload.kv_dtype = limits.kv_dtype;
   inputs.workload.kv_offload = options.device.kv_offload;

@@ -47,12 +47,19 @@ std::string CudaUnavailableReason();
 double MeasurePinnedH2DGbps(int device, uint64_t bytes);
 
 // What `zinf calibrate` measures of a GPU: pinned host-to-device copies (GB/s), device-memory
-// bandwidth (GB/s, reads plus writes of a device-to-device copy) and the bf16 cuBLAS GEMM rate
-// (TFLOP/s). Throws zinf::Error without a usable device.
+// bandwidth (GB/s, reads plus writes of a device-to-device copy), the bf16 cuBLAS GEMM rate
+// (TFLOP/s), and what a decode step's kernels cost beyond bytes and arithmetic (the planner's
+// Bandwidths says how each is used). Throws zinf::Error without a usable device.
 struct DeviceRates {
   double h2d_gbps = 0;
   double device_gbps = 0;
   double device_tflops = 0;
+  double layer_launch_seconds = 0;        // one layer's launches at negligible sizes
+  double attention_lone_key_seconds = 0;  // attention walks on a few multiprocessors, per key
+  double attention_key_seconds = 0;       // a full wave of attention walks, per key
+  int attention_wave_blocks = 0;          // (row, query head) walks in one wave
+  double dequant_i8_seconds = 0;          // per weight, int8 → bf16
+  double dequant_q4_seconds = 0;          // per weight, int4 → bf16
 };
 DeviceRates MeasureDeviceRates(int device);
 

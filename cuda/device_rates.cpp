@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device_timing.h"
 #include "cuda/gemm.h"
 #include "engine/error.h"
 
@@ -18,49 +19,6 @@ namespace {
 
 struct HostFree {
   void operator()(void* p) const { cudaFreeHost(p); }
-};
-struct DeviceFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
-using DeviceBuffer = std::unique_ptr<void, DeviceFree>;
-
-DeviceBuffer AllocateDevice(uint64_t bytes, const char* what) {
-  void* p = nullptr;
-  CheckCuda(cudaMalloc(&p, bytes), what);
-  return DeviceBuffer(p);
-}
-
-struct EventDestroy {
-  void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
-};
-using Event = std::unique_ptr<CUevent_st, EventDestroy>;
-
-Event MakeEvent() {
-  cudaEvent_t event = nullptr;
-  CheckCuda(cudaEventCreate(&event), "creating an event to time the GPU");
-  return Event(event);
-}
-
-// The fastest of `runs` timed calls of `work` (after one warm-up), in seconds.
-template <typename Work>
-double FastestSeconds(int runs, Work work) {
-  const Event start = MakeEvent(), stop = MakeEvent();
-  double best = 0;
-  for (int i = 0; i <= runs; ++i) {
-    CheckCuda(cudaEventRecord(start.get(), nullptr), "timing the GPU");
-    work();
-    CheckCuda(cudaEventRecord(stop.get(), nullptr), "timing the GPU");
-    CheckCuda(cudaEventSynchronize(stop.get()), "timing the GPU");
-    float milliseconds = 0;
-    CheckCuda(cudaEventElapsedTime(&milliseconds, start.get(), stop.get()), "timing the GPU");
-    const double seconds = milliseconds / 1e3;
-    if (i > 0 && seconds > 0 && (best == 0 || seconds < best)) best = seconds;
-  }
-  return best;
-}
-
-struct CublasDestroy {
-  void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
 };
 
 }  // namespace
@@ -113,14 +71,13 @@ DeviceRates MeasureDeviceRates(int device) {
   const DeviceBuffer c = AllocateDevice(kDim * kDim * 4, "allocating matrices to time the GPU");
   CheckCuda(cudaMemset(a.get(), 0x3f, matrix_bytes), "filling matrices");  // bf16 0x3f3f ≈ 0.75
   CheckCuda(cudaMemset(b.get(), 0x3f, matrix_bytes), "filling matrices");
-  cublasHandle_t raw = nullptr;
-  CheckCublas(cublasCreate(&raw), "creating a cuBLAS handle");
-  const std::unique_ptr<cublasContext, CublasDestroy> handle(raw);
+  const CublasHandle handle = MakeCublas();
   const double gemm_seconds = FastestSeconds(5, [&] {
     Gemm(handle.get(), a.get(), b.get(), kernels::GemmType::kBF16, kDim, kDim, kDim,
          static_cast<float*>(c.get()));
   });
   rates.device_tflops = 2.0 * kDim * kDim * kDim / gemm_seconds / 1e12;
+  MeasureKernelCosts(device, rates);
   return rates;
 }
 

@@ -147,4 +147,8 @@ Status Attention(const KvLayer& kv, const RowMap& map, const float* q, int num_h
   return cudaGetLastError();
 }
 
+Status AttentionBlocksPerMultiprocessor(int* blocks) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, AttentionKernel, kThreads, 0);
+}
+
 }  // namespace zinf::cuda::kernels

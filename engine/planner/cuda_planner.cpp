@@ -7,8 +7,10 @@
 // experts' experts the device cannot hold are either copied like the rest or, with
 // --moe-experts cpu (or auto, when it predicts faster), computed by the CPU from DRAM.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "engine/error.h"
 #include "engine/planner/planner.h"
@@ -28,10 +30,25 @@ CudaMemory FixedDeviceMemory(const PlannerInputs& inputs) {
                        inputs.workload.gpu_compute, inputs.workload.kv_offload);
 }
 
+// Attention over the device's KV cache: one walk per (row, query head) over its keys, the walks
+// proceeding a wave at a time; full waves at the full-wave rate, a partial one between the rate
+// of walks that have the multiprocessors to themselves and the full wave's.
+double DeviceAttentionSeconds(const ModelConfig& config, int batch, int context,
+                              const Bandwidths& bw) {
+  const double wave = std::max(bw.gpu_attention_wave_blocks, 1);
+  const double walks = static_cast<double>(batch) * config.num_heads;
+  const double full_waves = std::floor(walks / wave);
+  const double rest = walks / wave - full_waves;
+  const double lone = bw.gpu_attention_lone_key_seconds, full = bw.gpu_attention_key_seconds;
+  const double per_key = full_waves * full + (rest > 0 ? lone + rest * (full - lone) : 0.0);
+  return static_cast<double>(config.num_layers) * context * per_key;
+}
+
 void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const Bandwidths& bw = inputs.bandwidths;
-  const int batch = std::max(inputs.workload.batch_size, 1);
+  const Workload& workload = inputs.workload;
+  const int batch = std::max(workload.batch_size, 1);
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
   // expected routed share; everything the step uses is read from device memory once. Experts the
@@ -46,29 +63,53 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
                                                    Tier::kDevice, batch);
   plan.h2d_seconds_per_step = moved / (bw.h2d_gbps * 1e9);
   plan.cpu_experts_seconds_per_step = host.seconds;
-  const double device_read_bytes =
-      used - host.step_bytes + static_cast<double>(plan.device_kv_bytes());
+  // bf16 compute dequantises each int8/int4 matrix whole into bf16 before its GEMM, which then
+  // reads 2 bytes a weight; f32 compute multiplies the stored bytes in the CPU's arithmetic.
+  const double weights = planner_detail::ParameterCount(checkpoint);
+  const planner_detail::DequantWork dequant =
+      workload.gpu_compute == GpuCompute::kF32
+          ? planner_detail::DequantWork{}
+          : planner_detail::GpuDequantWork(checkpoint, inputs.routing, batch, bw);
+  plan.dequant_seconds_per_step = dequant.seconds;
+  // The device's cache is read by the attention walks, timed on their own below.
+  const double device_read_bytes = used - host.step_bytes + 2.0 * dequant.elements;
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
-  plan.compute_seconds_per_step =
-      2.0 * planner_detail::ParameterCount(checkpoint) * batch / (bw.device_tflops * 1e12);
+  plan.compute_seconds_per_step = 2.0 * weights * batch / (bw.device_tflops * 1e12);
+  plan.launch_seconds_per_step = checkpoint.config.num_layers * bw.gpu_layer_launch_seconds;
+  plan.gpu_attention_seconds_per_step =
+      plan.kv_tier == Tier::kDevice
+          ? std::max(static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),
+                     DeviceAttentionSeconds(checkpoint.config, batch,
+                                            workload.mean_context > 0 ? workload.mean_context
+                                                                      : workload.max_context,
+                                            bw))
+          : 0.0;
   // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
   // bound: full contexts). It runs in the compute stream's order, so it adds to the GPU's own
   // time, while the copy stream and the disk go on streaming the next layers.
   plan.cpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
-  const double gpu_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const double cpu_seconds =
-      std::max(plan.cpu_attention_seconds_per_step, plan.cpu_experts_seconds_per_step);
+  // The compute stream runs its kernels one after another: the GEMMs (as long as the slower of
+  // their reads and their arithmetic), the fixed costs, attention, dequantisation and the CPU's
+  // work all add up; the largest names the stream's bound.
+  const double gemm_seconds = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  const std::pair<double, Bound> stream_parts[] = {
+      {gemm_seconds, plan.memory_seconds_per_step >= plan.compute_seconds_per_step
+                         ? Bound::kHbm
+                         : Bound::kCompute},
+      {plan.launch_seconds_per_step, Bound::kLaunch},
+      {plan.gpu_attention_seconds_per_step, Bound::kGpuAttention},
+      {plan.dequant_seconds_per_step, Bound::kDequant},
+      {plan.cpu_attention_seconds_per_step, Bound::kCpuAttention},
+      {plan.cpu_experts_seconds_per_step, Bound::kCpuExperts},
+  };
+  double stream_seconds = 0;
+  for (const auto& part : stream_parts) stream_seconds += part.first;
   const Bound stream_bound =
-      cpu_seconds > gpu_seconds
-          ? (plan.cpu_experts_seconds_per_step > plan.cpu_attention_seconds_per_step
-                 ? Bound::kCpuExperts
-                 : Bound::kCpuAttention)
-      : plan.memory_seconds_per_step >= plan.compute_seconds_per_step ? Bound::kHbm
-                                                                      : Bound::kCompute;
-  const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step,
-                          gpu_seconds + plan.cpu_attention_seconds_per_step +
-                              plan.cpu_experts_seconds_per_step};
+      std::max_element(std::begin(stream_parts), std::end(stream_parts),
+                       [](const auto& a, const auto& b) { return a.first < b.first; })
+          ->second;
+  const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step, stream_seconds};
   const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = bounds[slowest];

@@ -105,6 +105,9 @@ const char* BoundName(Bound bound) {
     case Bound::kHbm: return "hbm";
     case Bound::kCpuAttention: return "cpu-attention";
     case Bound::kCpuExperts: return "cpu-experts";
+    case Bound::kLaunch: return "launch";
+    case Bound::kGpuAttention: return "gpu-attention";
+    case Bound::kDequant: return "dequant";
   }
   return "?";
 }

@@ -18,7 +18,18 @@ namespace zinf {
 // What a decode step's time is bounded by. CPU plans: disk, memory or compute; CUDA plans: disk,
 // pcie, hbm, compute, cpu-attention (reading an offloaded KV cache from DRAM) or cpu-experts
 // (the CPU computing the experts the device does not hold).
-enum class Bound : uint8_t { kDisk, kMemory, kCompute, kPcie, kHbm, kCpuAttention, kCpuExperts };
+enum class Bound : uint8_t {
+  kDisk,
+  kMemory,
+  kCompute,
+  kPcie,
+  kHbm,
+  kCpuAttention,
+  kCpuExperts,
+  kLaunch,        // CUDA: the kernels' fixed costs (small models, small batches)
+  kGpuAttention,  // CUDA: the attention walks over the device's KV cache
+  kDequant,       // CUDA: int8/int4 matrices dequantised to bf16 before their GEMMs
+};
 const char* BoundName(Bound bound);
 
 // Measured by `zinf calibrate` (or assumed, which the plan says).
@@ -32,6 +43,15 @@ struct Bandwidths {
   double int4_gflops = 0;
   double device_gbps = 3000.0;   // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
   double device_tflops = 400.0;  // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
+  // What a CUDA decode step's kernels cost beyond bytes and arithmetic, which the one stream runs
+  // one after another (zinf calibrate times the backend's own kernels; the defaults are read off
+  // an H100's profile, bench/results/gpu-profile-2026-11-26-h100.txt):
+  double gpu_layer_launch_seconds = 140e-6;        // a dense layer's ~21 launches, sizes aside
+  double gpu_attention_lone_key_seconds = 0.7e-6;  // attention per key, a few walks at once
+  double gpu_attention_key_seconds = 0.7e-6;       // per key, a full wave of walks
+  int gpu_attention_wave_blocks = 1024;            // (row, query head) walks in one wave
+  double gpu_dequant_i8_seconds = 6e-12;           // per weight, int8 → bf16 (bf16 compute)
+  double gpu_dequant_q4_seconds = 6e-12;           // per weight, int4 → bf16
   bool measured = false;
   bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
 
@@ -54,6 +74,7 @@ const char* MoeExpertsName(MoeExperts where);
 struct Workload {
   int batch_size = 8;            // sequences decoded together
   int max_context = 2048;        // positions per sequence (KV cache)
+  int mean_context = 0;          // positions a decode step's rows attend over; 0: max_context
   int step_tokens = 512;         // most tokens in one forward step (activation size)
   DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
   // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
@@ -98,6 +119,10 @@ struct Plan {
   uint64_t device_bytes = 0;       // the device pool: CudaMemoryFor(...).total()
   double h2d_seconds_per_step = 0;
   double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
+  // CUDA: the kernels' fixed costs, attention over the device's cache, and dequantisation.
+  double launch_seconds_per_step = 0;
+  double gpu_attention_seconds_per_step = 0;
+  double dequant_seconds_per_step = 0;
   // CUDA, placement.host_computes_experts: the CPU reading and multiplying the routed experts
   // the device does not hold, and the DRAM its buffers for them take.
   double cpu_experts_seconds_per_step = 0;

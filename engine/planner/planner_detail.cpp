@@ -155,6 +155,26 @@ double ParameterCount(const Checkpoint& checkpoint) {
   return count;
 }
 
+DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens,
+                           const Bandwidths& rates) {
+  DequantWork work;
+  for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
+    const ExtentInfo& extent = checkpoint.extents[i];
+    // The embedding table is a lookup: its rows are dequantised one by one, not the matrix.
+    if (extent.kind == ExtentKind::kEmbedding || extent.padded_bytes == 0) continue;
+    const double used =
+        StepBytes(checkpoint, routing, i, tokens) / static_cast<double>(extent.padded_bytes);
+    for (const TensorInfo& tensor : extent.tensors) {
+      if (!IsQuantized(tensor.dtype)) continue;
+      const double elements = static_cast<double>(tensor.num_elements()) * used;
+      work.elements += elements;
+      work.seconds += elements * (tensor.dtype == DType::kQ4 ? rates.gpu_dequant_q4_seconds
+                                                             : rates.gpu_dequant_i8_seconds);
+    }
+  }
+  return work;
+}
+
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates) {
   double seconds = 0;
   for (const ExtentInfo& extent : checkpoint.extents) {

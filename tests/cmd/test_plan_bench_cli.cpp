@@ -161,11 +161,21 @@ TEST_CASE(
   rates["h2d_gbps"] = 54.8;  // as `zinf calibrate` measured on an H100 (PCIe 5.0 x16)
   rates["device_gbps"] = 2900.0;
   rates["device_tflops"] = 650.0;
+  rates["gpu_layer_launch_seconds"] = 1e-3;  // the kernels' costs: the plan's step adds them
+  rates["gpu_attention_lone_key_seconds"] = 0.5e-6;
+  rates["gpu_attention_key_seconds"] = 2e-6;
+  rates["gpu_attention_wave_blocks"] = 512;
+  rates["gpu_dequant_i8_seconds"] = 3e-12;
+  rates["gpu_dequant_q4_seconds"] = 7e-12;
   const CliResult with_gpu = plan();
   INFO(with_gpu.err);
   REQUIRE(with_gpu.exit_code == 0);
   CHECK(with_gpu.out.find("PCIe 54.8 GB/s, device memory 2900 GB/s, device 650 TFLOP/s "
                           "(zinf calibrate's") != std::string::npos);
+  CHECK(with_gpu.out.find("a layer's launches 1000 us, attention 0.50 us per key alone and 2.00 "
+                          "in a wave of 512 walks, dequantisation to bf16 3.0 / 7.0 ps") !=
+        std::string::npos);
+  CHECK(with_gpu.out.find("launches 0.005 s") != std::string::npos);  // stories260K: 5 layers
 }
 
 TEST_CASE("zinf bench writes a table, CSV, JSON and a PNG plot") {

@@ -59,7 +59,9 @@ TEST_CASE("cuda planner: device, then pinned DRAM, then NVMe, each within its bu
     Bound bound;
   };
   const Row rows[] = {
-      {80 * kGiB, 128 * kGiB, true, false, false, Bound::kHbm},  // fits: all on the device
+      // Fits: all on the device, where batch 8's attention walks over 1024 positions (48 layers ×
+      // 1024 keys × 0.7 µs, 34 ms) outlast reading the 56 GiB (20 ms).
+      {80 * kGiB, 128 * kGiB, true, false, false, Bound::kGpuAttention},
       {16 * kGiB, 128 * kGiB, true, true, false, Bound::kPcie},  // the rest pinned, over PCIe
       {16 * kGiB, 24 * kGiB, true, true, true, Bound::kDisk},    // DRAM full too: NVMe the slowest
   };
@@ -119,11 +121,65 @@ TEST_CASE("cuda planner: an offloaded cache's CPU attention adds to the compute 
     inputs.bandwidths.dram_read_gbps = dram_gbps;
     const Plan plan = MakePlan(inputs);
     const double cpu = static_cast<double>(plan.kv_bytes) / (dram_gbps * 1e9);
-    const double gpu = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+    const double gpu = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step) +
+                       plan.launch_seconds_per_step;
+    CHECK(plan.gpu_attention_seconds_per_step == 0);  // the device holds no cache to walk
     const double step = std::max({plan.io_seconds_per_step, plan.h2d_seconds_per_step, gpu + cpu});
     CHECK(plan.predicted_tokens_per_s == Approx(16 / step));
     CHECK(plan.bound == (dram_gbps < 10 ? Bound::kCpuAttention : Bound::kPcie));
   }
+}
+
+TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs' time") {
+  // The compute stream runs a step's kernels one after another: the GEMMs take the slower of
+  // their reads and their arithmetic, and the kernels' fixed costs, the attention walks over the
+  // device's cache and (bf16 compute) the dequantisation of int8/int4 matrices come on top.
+  Checkpoint model = ShippedConfig("llama-2-7b");  // 32 layers, 32 heads
+  PlannerInputs inputs = CudaInputs(model, 80 * kGiB, 24 * kGiB, 16);
+  inputs.workload.mean_context = 600;
+  Bandwidths& bw = inputs.bandwidths;
+  bw.gpu_layer_launch_seconds = 100e-6;
+  bw.gpu_attention_lone_key_seconds = 1e-6;
+  bw.gpu_attention_key_seconds = 3e-6;
+  bw.gpu_attention_wave_blocks = 1024;
+  bw.gpu_dequant_i8_seconds = 4e-12;
+  bw.gpu_dequant_q4_seconds = 8e-12;
+  const auto step_of = [](const Plan& plan) {
+    return std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step) +
+           plan.launch_seconds_per_step + plan.gpu_attention_seconds_per_step +
+           plan.dequant_seconds_per_step;
+  };
+  const Plan f16 = MakePlan(inputs);
+  REQUIRE_FALSE(f16.offload_needed);
+  CHECK(f16.launch_seconds_per_step == Approx(32 * 100e-6));
+  // 16 rows × 32 heads = 512 walks, half a wave: halfway between the lone and the wave rate,
+  // over the mean context (not the cache's 1024 positions).
+  CHECK(f16.gpu_attention_seconds_per_step == Approx(32 * 600 * 2e-6));
+  CHECK(f16.dequant_seconds_per_step == 0);
+  CHECK(f16.predicted_tokens_per_s == Approx(16 / step_of(f16)));
+  CHECK(f16.bound == Bound::kGpuAttention);
+
+  // 64 rows: two full waves at the wave rate.
+  inputs.workload.batch_size = 64;
+  const Plan wide = MakePlan(inputs);
+  CHECK(wide.gpu_attention_seconds_per_step == Approx(32 * 600 * 2 * 3e-6));
+
+  // int4 under bf16 compute: each weight dequantised, then read as bf16 by its GEMM.
+  inputs.workload.batch_size = 16;
+  model.dtype = DType::kQ4;
+  model.extents =
+      formats::LayoutExtents(formats::ExpectedExtents(model.config),
+                             formats::WeightEncoding::For(DType::kQ4, DType::kF16, 64, {}));
+  const Plan q4 = MakePlan(inputs);
+  CHECK(q4.dequant_seconds_per_step > 0);
+  // Every multiplied element but the norms' vectors (4e-5 of them) is a dequantised weight.
+  const double multiplied = f16.compute_seconds_per_step * (bw.device_tflops * 1e12) / (2.0 * 16);
+  CHECK(q4.dequant_seconds_per_step / 8e-12 == Approx(multiplied).epsilon(1e-4));
+  CHECK(q4.memory_seconds_per_step > f16.memory_seconds_per_step);  // the bf16 copies' reads
+  CHECK(q4.predicted_tokens_per_s == Approx(16 / step_of(q4)));
+  // f32 compute multiplies the stored nibbles in the CPU's arithmetic: nothing is dequantised.
+  inputs.workload.gpu_compute = GpuCompute::kF32;
+  CHECK(MakePlan(inputs).dequant_seconds_per_step == 0);
 }
 
 TEST_CASE("cuda planner: offloaded, larger batches win until the device is full") {

@@ -1,0 +1,154 @@
+// What a decode step's kernels cost on this GPU beyond moving bytes and multiplying, measured with
+// the backend's own launches for `zinf calibrate`: a layer's launches at sizes too small to matter,
+// the attention walk per key (one multiprocessor's worth and a full wave of walks), and the
+// dequantisation of int8 / int4 matrices to bf16 that precedes their GEMMs.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda/device_timing.h"
+#include "cuda/gemm.h"
+#include "cuda/kernels.h"
+#include "engine/dtype.h"
+#include "engine/quantized.h"
+
+namespace zinf::cuda {
+
+namespace kn = kernels;
+
+namespace {
+
+constexpr int kRuns = 5;
+
+// A dense layer's decode launches under bf16 compute: seven projections, each an input cast and a
+// cuBLAS GEMM, and about one element-wise kernel per projection (norms, RoPE, the KV store, the
+// attention, SiLU, the residual adds), 21 launches at 256 wide.
+double LayerLaunchSeconds() {
+  constexpr int kWidth = 256, kLayers = 50;
+  const DeviceBuffer x = AllocateDevice(kWidth * sizeof(float), "allocating a launch-timing row");
+  const DeviceBuffer out = AllocateDevice(kWidth * sizeof(float), "allocating a launch-timing row");
+  const DeviceBuffer cast = AllocateDevice(kWidth * 2, "allocating a launch-timing row");
+  const DeviceBuffer w = AllocateDevice(kWidth * kWidth * 2, "allocating a launch-timing matrix");
+  CheckCuda(cudaMemset(x.get(), 0x3c, kWidth * sizeof(float)), "filling a launch-timing row");
+  CheckCuda(cudaMemset(w.get(), 0x3c, kWidth * kWidth * 2), "filling a launch-timing matrix");
+  const CublasHandle handle = MakeCublas();
+  auto* xf = static_cast<float*>(x.get());
+  auto* of = static_cast<float*>(out.get());
+  const double seconds = FastestSeconds(kRuns, [&] {
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int projection = 0; projection < 7; ++projection) {
+        CheckCuda(kn::CastF32(xf, kWidth, kn::GemmType::kBF16, cast.get(), nullptr),
+                  "timing launches");
+        Gemm(handle.get(), cast.get(), w.get(), kn::GemmType::kBF16, 1, kWidth, kWidth, of);
+        CheckCuda(kn::Add(xf, of, kWidth, nullptr), "timing launches");
+      }
+    }
+  });
+  return seconds / kLayers;
+}
+
+struct AttentionCosts {
+  double lone_key_seconds = 0;  // walks on a few multiprocessors only
+  double wave_key_seconds = 0;  // a full wave of walks
+  int wave_blocks = 0;
+};
+
+// Decode attention over an f32 cache of 1024 positions, 32 query heads on 8 KV heads of 128.
+AttentionCosts MeasureAttention(int device) {
+  constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kKeys = 1024;
+  int per_multiprocessor = 0, multiprocessors = 0;
+  CheckCuda(kn::AttentionBlocksPerMultiprocessor(&per_multiprocessor),
+            "querying the attention kernel's occupancy");
+  CheckCuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
+            "querying the multiprocessor count");
+  AttentionCosts costs;
+  costs.wave_blocks = std::max(per_multiprocessor * multiprocessors, kHeads);
+  const int max_rows = std::max(costs.wave_blocks / kHeads, 1);
+  const uint64_t kv_dim = kKvHeads * kHeadDim;
+  const uint64_t cache_bytes = static_cast<uint64_t>(max_rows) * kKeys * kv_dim * sizeof(float);
+  const DeviceBuffer keys = AllocateDevice(cache_bytes, "allocating a KV cache to time attention");
+  const DeviceBuffer values =
+      AllocateDevice(cache_bytes, "allocating a KV cache to time attention");
+  const uint64_t q_bytes = static_cast<uint64_t>(max_rows) * kHeads * kHeadDim * sizeof(float);
+  const DeviceBuffer q = AllocateDevice(q_bytes, "allocating queries to time attention");
+  const DeviceBuffer out = AllocateDevice(q_bytes, "allocating queries to time attention");
+  CheckCuda(cudaMemset(keys.get(), 0x3c, cache_bytes), "filling a KV cache");
+  CheckCuda(cudaMemset(values.get(), 0x3f, cache_bytes), "filling a KV cache");
+  CheckCuda(cudaMemset(q.get(), 0x3c, q_bytes), "filling queries");
+  std::vector<int> slots(max_rows), positions(max_rows, kKeys - 1);
+  for (int row = 0; row < max_rows; ++row) slots[row] = row;
+  const DeviceBuffer map = AllocateDevice(2 * max_rows * sizeof(int), "allocating a row map");
+  auto* map_ints = static_cast<int*>(map.get());
+  CheckCuda(cudaMemcpy(map_ints, slots.data(), max_rows * sizeof(int), cudaMemcpyHostToDevice),
+            "uploading a row map");
+  CheckCuda(cudaMemcpy(map_ints + max_rows, positions.data(), max_rows * sizeof(int),
+                       cudaMemcpyHostToDevice),
+            "uploading a row map");
+  kn::KvLayer kv;
+  kv.keys = keys.get();
+  kv.values = values.get();
+  kv.type = kn::KvType::kF32;
+  kv.max_context = kKeys;
+  kv.num_kv_heads = kKvHeads;
+  kv.head_dim = kHeadDim;
+  const auto seconds_per_key = [&](int rows) {
+    const kn::RowMap row_map{map_ints, map_ints + max_rows, rows};
+    return FastestSeconds(kRuns,
+                          [&] {
+                            CheckCuda(kn::Attention(kv, row_map, static_cast<const float*>(q.get()),
+                                                    kHeads, 0.088f, static_cast<float*>(out.get()),
+                                                    nullptr),
+                                      "timing attention");
+                          }) /
+           kKeys;
+  };
+  // One row is 32 walks: a few multiprocessors' worth, each walk alone on its own.
+  costs.lone_key_seconds = seconds_per_key(1);
+  costs.wave_key_seconds = seconds_per_key(max_rows);
+  return costs;
+}
+
+// Seconds per weight of dequantising a 4096 × 8192 matrix to bf16.
+double DequantSeconds(DType dtype) {
+  constexpr int64_t kRows = 4096, kCols = 8192;
+  constexpr int kGroup = 64;
+  const QuantLayout layout = LayoutOf(dtype, kRows, kCols, kGroup);
+  const DeviceBuffer data =
+      AllocateDevice(layout.total_bytes(), "allocating a matrix to time dequantisation");
+  // 0x11: small non-zero values, scales and minimums (zeros can run faster than real data).
+  CheckCuda(cudaMemset(data.get(), 0x11, layout.total_bytes()), "filling a matrix");
+  const DeviceBuffer out =
+      AllocateDevice(kRows * kCols * 2, "allocating a matrix to time dequantisation");
+  kn::WeightRef ref;
+  ref.data = data.get();
+  ref.type = dtype == DType::kQ4 ? kn::WeightType::kQ4 : kn::WeightType::kI8;
+  ref.rows = kRows;
+  ref.cols = kCols;
+  ref.group_size = kGroup;
+  ref.row_bytes = layout.row_bytes();
+  ref.groups = layout.groups();
+  ref.scales_offset = layout.scales_offset();
+  return FastestSeconds(kRuns,
+                        [&] {
+                          CheckCuda(
+                              kn::DequantizeMatrix(ref, kn::GemmType::kBF16, out.get(), nullptr),
+                              "timing dequantisation");
+                        }) /
+         static_cast<double>(kRows * kCols);
+}
+
+}  // namespace
+
+void MeasureKernelCosts(int device, DeviceRates& rates) {
+  CheckCuda(cudaSetDevice(device), "selecting the GPU");
+  rates.layer_launch_seconds = LayerLaunchSeconds();
+  const AttentionCosts attention = MeasureAttention(device);
+  rates.attention_lone_key_seconds = attention.lone_key_seconds;
+  rates.attention_key_seconds = attention.wave_key_seconds;
+  rates.attention_wave_blocks = attention.wave_blocks;
+  rates.dequant_i8_seconds = DequantSeconds(DType::kI8);
+  rates.dequant_q4_seconds = DequantSeconds(DType::kQ4);
+}
+
+}  // namespace zinf::cuda
