@@ -8,9 +8,11 @@
 #              that holds part of them).
 #   mixtral  — Mixtral-8x7B-shaped int4 (g64) on a 24 GB budget (#21): experts past the budget
 #              copied when routed to (--moe-experts gpu) or computed by the CPU (cpu), batch 1/16/64.
-#   resident — TinyLlama-1.1B-shaped int8 and int4 resident in device memory (their matrices
-#              dequantised before each GEMM), batch 1/32/128 at prompt 512: the planner's
-#              prediction of launches, attention and dequantisation against measurement.
+#   resident — TinyLlama-1.1B-shaped int8 and int4 (ZINF_RESIDENT_DTYPES) resident in device
+#              memory (quantized matrices dequantised before each GEMM), batch 1/32/128 at prompt
+#              512: the planner's launches, attention, dequantisation and logits against measurement.
+#   kvoffload — TinyLlama-1.1B f16 with 1.5 GB of device memory, weights streamed from pinned DRAM,
+#              with and without --kv-offload cpu, batch 32/128, every prompt prefilled in one step.
 #   profile  — per-kernel GPU time (ncu) of resident decode steps beside their wall time: where a
 #              resident step's time goes (kernels, or launches and host work between them).
 # Usage: bench/gpu_offload.sh STAGE RESULTS_FILE   (ZINF: the binary, default build-gpu/zinf;
@@ -99,14 +101,23 @@ case "$stage" in
     ;;
   resident)
     model=$work/tinyllama-1.1b
-    for dtype in int8 int4; do
+    for dtype in ${ZINF_RESIDENT_DTYPES:-int8 int4}; do
       [ -f "$model-$dtype/manifest.json" ] || timed "synthetic TinyLlama-1.1B $dtype" "$zinf" -q convert \
         --synthetic "$root/bench/configs/tinyllama-1.1b.json" "$model-$dtype" --dtype "$dtype" --force
       timed "bench $dtype resident" "$zinf" bench --model "$model-$dtype" --device cuda \
-        --batch-size 1,32,128 --prompt-len 512 --gen-len 16 --step-tokens 8192 --repeat 1
+        --batch-size 1,32,128 --prompt-len 512 --gen-len 16 --step-tokens 65536 --repeat 1
+      rm -rf "$model-$dtype"
     done
-    rm -rf "$model-int8"
-    model=$model-int4
+    ;;
+  kvoffload)
+    model=$work/tinyllama-1.1b-f16
+    [ -f "$model/manifest.json" ] || timed "synthetic TinyLlama-1.1B f16" "$zinf" -q convert \
+      --synthetic "$root/bench/configs/tinyllama-1.1b.json" "$model" --dtype f16 --force
+    for offload in none cpu; do
+      timed "bench --gpu-mem 1.5G --kv-offload $offload" "$zinf" bench --model "$model" --device cuda \
+        --gpu-mem 1.5G --kv-offload "$offload" --kv-dtype int8 --batch-size 32,128 --prompt-len 128 \
+        --gen-len 32 --step-tokens 16384 --repeat 1
+    done
     ;;
   mixtral)
     model=$work/mixtral-8x7b-int4
@@ -150,7 +161,7 @@ case "$stage" in
         --step-tokens 4096
     ;;
   *)
-    echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, resident, mixtral or profile)" >&2
+    echo "gpu_offload.sh: unknown stage '$stage' (opt30b, llama70b, resident, kvoffload, mixtral or profile)" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One lent-GPU session of issue #24 in one command: runs the named stages in order — `calibrate`
 # (zinf calibrate, whose rates every later plan uses), `check` (scripts/gpu-check) and
-# bench/gpu_offload.sh's stages (opt30b, llama70b, resident, mixtral, profile) —
+# bench/gpu_offload.sh's stages (opt30b, llama70b, resident, kvoffload, mixtral, profile) —
 # each under its share of a total time budget, so a slow stage cannot leave nothing for the rest,
 # and writes each stage's results file into OUT_DIR.
 # Usage: bench/gpu_proof.sh OUT_DIR STAGE[:SECONDS]...   (ZINF_PROOF_BUDGET: total seconds, default

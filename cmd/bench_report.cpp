@@ -69,9 +69,8 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows) {
     out += fmt::format(
         "| {} | {} | {:.1f} | {:.2f} | {:.1f} | {} | {:.0f}% | {:.0f}% | {:.1f} | {:.0f}% |\n",
         r.weights, BatchCell(r), r.decode_batch.mean, r.moved_bytes_per_step / 1e9,
-        r.pinned_h2d_gbps, Show(r.h2d_gbps),
-        100 * r.h2d_gbps.mean / r.pinned_h2d_gbps, r.copy_busy_percent.mean,
-        r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
+        r.pinned_h2d_gbps, Show(r.h2d_gbps), 100 * r.h2d_gbps.mean / r.pinned_h2d_gbps,
+        r.copy_busy_percent.mean, r.stream_bound_tokens_per_s, r.percent_of_stream_bound);
   }
   return out;
 }
@@ -92,8 +91,7 @@ std::string Csv(const std::vector<BenchRow>& rows) {
         r.disk_gbps.mean, r.predicted_decode_tokens_per_s, r.bound, r.percent_of_bound);
     out += fmt::format("{:.3f},{:.0f},{:.3f},{:.2f},{:.3f},{:.2f},{:.2f}\n", r.pinned_h2d_gbps,
                        r.moved_bytes_per_step, r.h2d_gbps.mean, r.copy_busy_percent.mean,
-                       r.stream_bound_tokens_per_s, r.percent_of_stream_bound,
-                       r.decode_batch.mean);
+                       r.stream_bound_tokens_per_s, r.percent_of_stream_bound, r.decode_batch.mean);
   }
   return out;
 }

@@ -72,7 +72,8 @@ void RunConvert(ConvertCommandOptions options) {
     synthetic_options.keep_float = keep_float;
     synthetic_options.seed = options.seed;
     synthetic_options.overwrite = options.force;
-    synthetic_options.producers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    synthetic_options.producers =
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     synthetic_options.progress = on_progress;
     summary =
         formats::WriteSyntheticCheckpoint(options.synthetic_config, out_dir, synthetic_options);

@@ -141,15 +141,17 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     fmt::print(
         "kernels    a layer's launches {:.0f} us, attention {:.2f} us per key alone and {:.2f} in "
         "a wave of {} walks, dequantisation to bf16 {:.1f} / {:.1f} ps per int8 / int4 "
-        "weight\n",
+        "weight, logits to the host {:.1f} GB/s and picked in {:.2f} ns each\n",
         bw.gpu_layer_launch_seconds * 1e6, bw.gpu_attention_lone_key_seconds * 1e6,
         bw.gpu_attention_key_seconds * 1e6, bw.gpu_attention_wave_blocks,
-        bw.gpu_dequant_i8_seconds * 1e12, bw.gpu_dequant_q4_seconds * 1e12);
+        bw.gpu_dequant_i8_seconds * 1e12, bw.gpu_dequant_q4_seconds * 1e12, bw.gpu_logits_d2h_gbps,
+        bw.host_sample_seconds_per_logit * 1e9);
     fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s, "
-               "launches {:.3f} s, attention {:.3f} s, dequantisation {:.3f} s",
+               "launches {:.3f} s, attention {:.3f} s, dequantisation {:.3f} s, logits {:.3f} s",
                plan.io_seconds_per_step, plan.h2d_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step, plan.launch_seconds_per_step,
-               plan.gpu_attention_seconds_per_step, plan.dequant_seconds_per_step);
+               plan.gpu_attention_seconds_per_step, plan.dequant_seconds_per_step,
+               plan.logits_seconds_per_step);
     if (plan.kv_tier == Tier::kDram) {
       fmt::print(", CPU attention {:.3f} s (after the GPU's, on its stream)",
                  plan.cpu_attention_seconds_per_step);

@@ -60,6 +60,7 @@ struct DeviceRates {
   int attention_wave_blocks = 0;          // (row, query head) walks in one wave
   double dequant_i8_seconds = 0;          // per weight, int8 → bf16
   double dequant_q4_seconds = 0;          // per weight, int4 → bf16
+  double logits_d2h_gbps = 0;             // device → pageable host memory, as the logits go
 };
 DeviceRates MeasureDeviceRates(int device);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
@@ -78,6 +79,15 @@ DeviceRates MeasureDeviceRates(int device) {
   });
   rates.device_tflops = 2.0 * kDim * kDim * kDim / gemm_seconds / 1e12;
   MeasureKernelCosts(device, rates);
+
+  // The logits leave the GPU for the sampler's ordinary (pageable) buffer every step.
+  constexpr uint64_t kLogitBytes = uint64_t{64} << 20;
+  std::vector<float> host_logits(kLogitBytes / sizeof(float));
+  const double d2h_seconds = FastestSeconds(5, [&] {
+    CheckCuda(cudaMemcpy(host_logits.data(), from.get(), kLogitBytes, cudaMemcpyDeviceToHost),
+              "copying logits-sized data to the host");
+  });
+  rates.logits_d2h_gbps = kLogitBytes / d2h_seconds / 1e9;
   return rates;
 }
 

@@ -11,6 +11,7 @@
 #include "cuda/gemm.h"
 #include "cuda/kernels.h"
 #include "engine/dtype.h"
+#include "engine/planner/planner.h"
 #include "engine/quantized.h"
 
 namespace zinf::cuda {
@@ -23,9 +24,10 @@ constexpr int kRuns = 5;
 
 // A dense layer's decode launches under bf16 compute: seven projections, each an input cast and a
 // cuBLAS GEMM, and about one element-wise kernel per projection (norms, RoPE, the KV store, the
-// attention, SiLU, the residual adds), 21 launches at 256 wide.
+// attention, SiLU, the residual adds), at 256 wide.
 double LayerLaunchSeconds() {
-  constexpr int kWidth = 256, kLayers = 50;
+  constexpr int kWidth = 256, kLayers = 50, kProjections = 7;
+  static_assert(3 * kProjections == kLaunchesPerLayer, "the planner divides by this count");
   const DeviceBuffer x = AllocateDevice(kWidth * sizeof(float), "allocating a launch-timing row");
   const DeviceBuffer out = AllocateDevice(kWidth * sizeof(float), "allocating a launch-timing row");
   const DeviceBuffer cast = AllocateDevice(kWidth * 2, "allocating a launch-timing row");
@@ -37,7 +39,7 @@ double LayerLaunchSeconds() {
   auto* of = static_cast<float*>(out.get());
   const double seconds = FastestSeconds(kRuns, [&] {
     for (int layer = 0; layer < kLayers; ++layer) {
-      for (int projection = 0; projection < 7; ++projection) {
+      for (int projection = 0; projection < kProjections; ++projection) {
         CheckCuda(kn::CastF32(xf, kWidth, kn::GemmType::kBF16, cast.get(), nullptr),
                   "timing launches");
         Gemm(handle.get(), cast.get(), w.get(), kn::GemmType::kBF16, 1, kWidth, kWidth, of);

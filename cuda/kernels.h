@@ -95,8 +95,9 @@ Status Rope(float* x, int rows, int num_heads, int head_dim, const int* position
 Status SiluMul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream);
 Status Relu(float* x, int64_t count, cudaStream_t stream);
 Status Add(float* x, const float* y, int64_t count, cudaStream_t stream);
-// `count` floats copied by the multiprocessors' own loads and stores, where `in` may be page-locked
-// host memory: unlike a cudaMemcpyAsync, it does not queue behind copies on the copy engines.
+// `count` floats copied by the multiprocessors' own loads and stores, where `in` or `out` may be
+// page-locked host memory: unlike a cudaMemcpyAsync, it does not queue behind copies on the copy
+// engines.
 Status CopyByKernel(const float* in, int64_t count, float* out, cudaStream_t stream);
 Status GatherRows(const float* x, int64_t cols, const int* rows, int num_rows, float* out,
                   cudaStream_t stream);

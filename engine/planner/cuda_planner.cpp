@@ -75,7 +75,16 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const double device_read_bytes = used - host.step_bytes + 2.0 * dequant.elements;
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step = 2.0 * weights * batch / (bw.device_tflops * 1e12);
-  plan.launch_seconds_per_step = checkpoint.config.num_layers * bw.gpu_layer_launch_seconds;
+  // Each layer's launches, one layer's worth more for the embedding, the final norm and the head,
+  // and a dequantising launch per quantized matrix (calibrate times a layer as kLaunchesPerLayer).
+  const double launch_seconds = bw.gpu_layer_launch_seconds / kLaunchesPerLayer;
+  plan.launch_seconds_per_step = (checkpoint.config.num_layers + 1) * bw.gpu_layer_launch_seconds +
+                                 dequant.matrices * launch_seconds;
+  // Every row's logits cross to the host, where the sampler picks its token before the next step
+  // can be built.
+  plan.logits_seconds_per_step =
+      static_cast<double>(batch) * checkpoint.config.vocab_size *
+      (sizeof(float) / (bw.gpu_logits_d2h_gbps * 1e9) + bw.host_sample_seconds_per_logit);
   plan.gpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDevice
           ? std::max(static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),
@@ -100,6 +109,7 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
       {plan.launch_seconds_per_step, Bound::kLaunch},
       {plan.gpu_attention_seconds_per_step, Bound::kGpuAttention},
       {plan.dequant_seconds_per_step, Bound::kDequant},
+      {plan.logits_seconds_per_step, Bound::kHostLogits},
       {plan.cpu_attention_seconds_per_step, Bound::kCpuAttention},
       {plan.cpu_experts_seconds_per_step, Bound::kCpuExperts},
   };

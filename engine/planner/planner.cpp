@@ -108,6 +108,7 @@ const char* BoundName(Bound bound) {
     case Bound::kLaunch: return "launch";
     case Bound::kGpuAttention: return "gpu-attention";
     case Bound::kDequant: return "dequant";
+    case Bound::kHostLogits: return "host-logits";
   }
   return "?";
 }

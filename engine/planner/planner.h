@@ -29,8 +29,13 @@ enum class Bound : uint8_t {
   kLaunch,        // CUDA: the kernels' fixed costs (small models, small batches)
   kGpuAttention,  // CUDA: the attention walks over the device's KV cache
   kDequant,       // CUDA: int8/int4 matrices dequantised to bf16 before their GEMMs
+  kHostLogits,    // CUDA: the logits' way to the host and the sampler's picks there
 };
 const char* BoundName(Bound bound);
+
+// A dense layer's launches in a CUDA decode step under bf16 compute (seven projections, each an
+// input cast and a GEMM, and about one element-wise kernel per projection), as calibrate times them.
+inline constexpr int kLaunchesPerLayer = 21;
 
 // Measured by `zinf calibrate` (or assumed, which the plan says).
 struct Bandwidths {
@@ -46,12 +51,15 @@ struct Bandwidths {
   // What a CUDA decode step's kernels cost beyond bytes and arithmetic, which the one stream runs
   // one after another (zinf calibrate times the backend's own kernels; the defaults are read off
   // an H100's profile, bench/results/gpu-profile-2026-11-26-h100.txt):
-  double gpu_layer_launch_seconds = 140e-6;        // a dense layer's ~21 launches, sizes aside
+  double gpu_layer_launch_seconds = 140e-6;        // kLaunchesPerLayer launches, sizes aside
   double gpu_attention_lone_key_seconds = 0.7e-6;  // attention per key, a few walks at once
   double gpu_attention_key_seconds = 0.7e-6;       // per key, a full wave of walks
   int gpu_attention_wave_blocks = 1024;            // (row, query head) walks in one wave
   double gpu_dequant_i8_seconds = 6e-12;           // per weight, int8 → bf16 (bf16 compute)
   double gpu_dequant_q4_seconds = 6e-12;           // per weight, int4 → bf16
+  // Each step the logits go to the host and the sampler picks each row's token there.
+  double gpu_logits_d2h_gbps = 4.0;             // device → the sampler's pageable buffer
+  double host_sample_seconds_per_logit = 1e-9;  // a greedy pick, per logit
   bool measured = false;
   bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
 
@@ -123,6 +131,7 @@ struct Plan {
   double launch_seconds_per_step = 0;
   double gpu_attention_seconds_per_step = 0;
   double dequant_seconds_per_step = 0;
+  double logits_seconds_per_step = 0;  // CUDA: logits to the host and the sampler's picks
   // CUDA, placement.host_computes_experts: the CPU reading and multiplying the routed experts
   // the device does not hold, and the DRAM its buffers for them take.
   double cpu_experts_seconds_per_step = 0;

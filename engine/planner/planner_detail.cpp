@@ -168,6 +168,7 @@ DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* r
       if (!IsQuantized(tensor.dtype)) continue;
       const double elements = static_cast<double>(tensor.num_elements()) * used;
       work.elements += elements;
+      work.matrices += used;
       work.seconds += elements * (tensor.dtype == DType::kQ4 ? rates.gpu_dequant_q4_seconds
                                                              : rates.gpu_dequant_i8_seconds);
     }

@@ -71,6 +71,7 @@ double ParameterCount(const Checkpoint& checkpoint);
 // StepBytes' share), and the seconds that takes at the calibrated per-weight rates.
 struct DequantWork {
   double elements = 0;
+  double matrices = 0;  // each one more launch
   double seconds = 0;
 };
 DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens,

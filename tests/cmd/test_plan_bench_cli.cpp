@@ -167,15 +167,19 @@ TEST_CASE(
   rates["gpu_attention_wave_blocks"] = 512;
   rates["gpu_dequant_i8_seconds"] = 3e-12;
   rates["gpu_dequant_q4_seconds"] = 7e-12;
+  rates["gpu_logits_d2h_gbps"] = 2.5;
+  rates["host_sample_seconds_per_logit"] = 1.5e-9;
   const CliResult with_gpu = plan();
   INFO(with_gpu.err);
   REQUIRE(with_gpu.exit_code == 0);
   CHECK(with_gpu.out.find("PCIe 54.8 GB/s, device memory 2900 GB/s, device 650 TFLOP/s "
                           "(zinf calibrate's") != std::string::npos);
   CHECK(with_gpu.out.find("a layer's launches 1000 us, attention 0.50 us per key alone and 2.00 "
-                          "in a wave of 512 walks, dequantisation to bf16 3.0 / 7.0 ps") !=
+                          "in a wave of 512 walks, dequantisation to bf16 3.0 / 7.0 ps per int8 / "
+                          "int4 weight, logits to the host 2.5 GB/s and picked in 1.50 ns") !=
         std::string::npos);
-  CHECK(with_gpu.out.find("launches 0.005 s") != std::string::npos);  // stories260K: 5 layers
+  // stories260K: 5 layers and one layer's worth for the embedding and the head.
+  CHECK(with_gpu.out.find("launches 0.006 s") != std::string::npos);
 }
 
 TEST_CASE("zinf bench writes a table, CSV, JSON and a PNG plot") {

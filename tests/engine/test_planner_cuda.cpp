@@ -122,7 +122,7 @@ TEST_CASE("cuda planner: an offloaded cache's CPU attention adds to the compute 
     const Plan plan = MakePlan(inputs);
     const double cpu = static_cast<double>(plan.kv_bytes) / (dram_gbps * 1e9);
     const double gpu = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step) +
-                       plan.launch_seconds_per_step;
+                       plan.launch_seconds_per_step + plan.logits_seconds_per_step;
     CHECK(plan.gpu_attention_seconds_per_step == 0);  // the device holds no cache to walk
     const double step = std::max({plan.io_seconds_per_step, plan.h2d_seconds_per_step, gpu + cpu});
     CHECK(plan.predicted_tokens_per_s == Approx(16 / step));
@@ -144,14 +144,19 @@ TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs
   bw.gpu_attention_wave_blocks = 1024;
   bw.gpu_dequant_i8_seconds = 4e-12;
   bw.gpu_dequant_q4_seconds = 8e-12;
+  bw.gpu_logits_d2h_gbps = 4;
+  bw.host_sample_seconds_per_logit = 2e-9;
   const auto step_of = [](const Plan& plan) {
     return std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step) +
            plan.launch_seconds_per_step + plan.gpu_attention_seconds_per_step +
-           plan.dequant_seconds_per_step;
+           plan.dequant_seconds_per_step + plan.logits_seconds_per_step;
   };
   const Plan f16 = MakePlan(inputs);
   REQUIRE_FALSE(f16.offload_needed);
-  CHECK(f16.launch_seconds_per_step == Approx(32 * 100e-6));
+  // Each layer's launches and one layer's worth for the embedding, final norm and head.
+  CHECK(f16.launch_seconds_per_step == Approx(33 * 100e-6));
+  // 16 rows of 32,000 logits: 4 bytes each at 4 GB/s, and 2 ns to pick.
+  CHECK(f16.logits_seconds_per_step == Approx(16 * 32000 * (1e-9 + 2e-9)));
   // 16 rows × 32 heads = 512 walks, half a wave: halfway between the lone and the wave rate,
   // over the mean context (not the cache's 1024 positions).
   CHECK(f16.gpu_attention_seconds_per_step == Approx(32 * 600 * 2e-6));
@@ -176,6 +181,9 @@ TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs
   const double multiplied = f16.compute_seconds_per_step * (bw.device_tflops * 1e12) / (2.0 * 16);
   CHECK(q4.dequant_seconds_per_step / 8e-12 == Approx(multiplied).epsilon(1e-4));
   CHECK(q4.memory_seconds_per_step > f16.memory_seconds_per_step);  // the bf16 copies' reads
+  // A dequantising launch per quantized matrix: seven a layer, and the head.
+  CHECK(q4.launch_seconds_per_step ==
+        Approx(f16.launch_seconds_per_step + (32 * 7 + 1) * 100e-6 / kLaunchesPerLayer));
   CHECK(q4.predicted_tokens_per_s == Approx(16 / step_of(q4)));
   // f32 compute multiplies the stored nibbles in the CPU's arithmetic: nothing is dequantised.
   inputs.workload.gpu_compute = GpuCompute::kF32;
