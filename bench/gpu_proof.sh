@@ -23,7 +23,9 @@ for spec in "$@"; do
   limit=$left
   [ "$spec" != "$stage" ] && limit=${spec#*:}
   [ "$limit" -gt "$left" ] && limit=$left
-  if [ "$limit" -lt 20 ]; then
+  # A stage asked for by name with its seconds gets them while they are left; one without gets what
+  # is left, when that is worth starting.
+  if [ "$limit" -lt 5 ] || { [ "$spec" = "$stage" ] && [ "$limit" -lt 20 ]; }; then
     echo "gpu_proof: no time left for stage $stage (${left}s of ${budget}s)" | tee -a "$out/stages.txt"
     status=1
     continue
@@ -45,6 +47,12 @@ for spec in "$@"; do
       ;;
   esac
   [ "$rc" -eq 0 ] || status=1
+  # A stage cut off by its limit leaves its checkpoint behind (it deletes it only at its end): on
+  # tmpfs, that memory would starve the next stage (the OPT-30B stage was killed so, 2026-11-27).
+  if [ "$rc" -ne 0 ] && [ -n "${ZINF_GPU_WORK_DIR:-}" ] && [ "${ZINF_KEEP_CHECKPOINTS:-0}" != 1 ]; then
+    echo "gpu_proof: removing $ZINF_GPU_WORK_DIR after stage $stage's exit $rc" | tee -a "$out/stages.txt"
+    rm -rf "$ZINF_GPU_WORK_DIR"
+  fi
   echo "gpu_proof: stage $stage exit $rc after $((SECONDS - start)) s (limit ${limit}s)" | tee -a "$out/stages.txt"
 done
 exit "$status"
