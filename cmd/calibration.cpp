@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "cpu/probe.h"
@@ -24,6 +25,20 @@ namespace zinf::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The GPU's rates as the cache stores them; a calibration without a GPU stores none.
+constexpr std::pair<const char*, double Bandwidths::*> kGpuRates[] = {
+    {"h2d_gbps", &Bandwidths::h2d_gbps},
+    {"device_gbps", &Bandwidths::device_gbps},
+    {"device_tflops", &Bandwidths::device_tflops},
+    {"gpu_layer_launch_seconds", &Bandwidths::gpu_layer_launch_seconds},
+    {"gpu_attention_lone_key_seconds", &Bandwidths::gpu_attention_lone_key_seconds},
+    {"gpu_attention_key_seconds", &Bandwidths::gpu_attention_key_seconds},
+    {"gpu_attention_wave_blocks", &Bandwidths::gpu_attention_wave_blocks},
+    {"gpu_dequant_i8_seconds", &Bandwidths::gpu_dequant_i8_seconds},
+    {"gpu_dequant_q4_seconds", &Bandwidths::gpu_dequant_q4_seconds},
+    {"gpu_logits_d2h_gbps", &Bandwidths::gpu_logits_d2h_gbps},
+};
 
 // Enough to get past the drive's cache and show its sustained rate; small enough to take seconds.
 constexpr uint64_t kProbeBytes = 1ull << 30;
@@ -100,18 +115,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   // A GPU's rates too, where there is one: streamed plans are bound by its link.
   const bool gpu = cuda::CudaBuilt() && cuda::CudaUnavailableReason().empty();
   if (gpu) {
-    const cuda::DeviceRates device = cuda::MeasureDeviceRates(0);
-    rates.h2d_gbps = device.h2d_gbps;
-    rates.device_gbps = device.device_gbps;
-    rates.device_tflops = device.device_tflops;
-    rates.gpu_layer_launch_seconds = device.layer_launch_seconds;
-    rates.gpu_attention_lone_key_seconds = device.attention_lone_key_seconds;
-    rates.gpu_attention_key_seconds = device.attention_key_seconds;
-    rates.gpu_attention_wave_blocks = device.attention_wave_blocks;
-    rates.gpu_dequant_i8_seconds = device.dequant_i8_seconds;
-    rates.gpu_dequant_q4_seconds = device.dequant_q4_seconds;
-    rates.gpu_logits_d2h_gbps = device.logits_d2h_gbps;
-    rates.gpu_measured = true;
+    cuda::MeasureDeviceRates(0, rates);
     spdlog::info("calibrated GPU 0: pinned host-to-device {:.1f} GB/s, device memory {:.0f} GB/s, "
                  "bf16 matrix products {:.0f} TFLOP/s; a layer's launches {:.1f} us, attention "
                  "{:.3f} us per key alone, {:.3f} us for a wave of {} walks; dequantisation to "
@@ -143,16 +147,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                          {"disk_probe_file", file},
                          {"direct_io", disk.direct_io}};
   if (gpu) {
-    json["h2d_gbps"] = rates.h2d_gbps;
-    json["device_gbps"] = rates.device_gbps;
-    json["device_tflops"] = rates.device_tflops;
-    json["gpu_layer_launch_seconds"] = rates.gpu_layer_launch_seconds;
-    json["gpu_attention_lone_key_seconds"] = rates.gpu_attention_lone_key_seconds;
-    json["gpu_attention_key_seconds"] = rates.gpu_attention_key_seconds;
-    json["gpu_attention_wave_blocks"] = rates.gpu_attention_wave_blocks;
-    json["gpu_dequant_i8_seconds"] = rates.gpu_dequant_i8_seconds;
-    json["gpu_dequant_q4_seconds"] = rates.gpu_dequant_q4_seconds;
-    json["gpu_logits_d2h_gbps"] = rates.gpu_logits_d2h_gbps;
+    for (const auto& [key, field] : kGpuRates) json[key] = rates.*field;
   }
   fs::create_directories(cache.parent_path());
   std::ofstream(cache) << json.dump(2) << "\n";
@@ -177,20 +172,11 @@ std::optional<Bandwidths> LoadCalibration() {
     // Caches from before the integer kernels were measured hold none: the float rate stands in.
     rates.int8_gflops = json.value("int8_gflops", 0.0);
     rates.int4_gflops = json.value("int4_gflops", 0.0);
-    // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions.
-    rates.h2d_gbps = json.value("h2d_gbps", rates.h2d_gbps);
-    rates.device_gbps = json.value("device_gbps", rates.device_gbps);
-    rates.device_tflops = json.value("device_tflops", rates.device_tflops);
-    // Caches from before the kernels' costs were timed leave the planner's assumptions.
-    const auto keep = [&](const char* key, auto& field) { field = json.value(key, field); };
-    keep("gpu_layer_launch_seconds", rates.gpu_layer_launch_seconds);
-    keep("gpu_attention_lone_key_seconds", rates.gpu_attention_lone_key_seconds);
-    keep("gpu_attention_key_seconds", rates.gpu_attention_key_seconds);
-    keep("gpu_attention_wave_blocks", rates.gpu_attention_wave_blocks);
-    keep("gpu_dequant_i8_seconds", rates.gpu_dequant_i8_seconds);
-    keep("gpu_dequant_q4_seconds", rates.gpu_dequant_q4_seconds);
-    keep("gpu_logits_d2h_gbps", rates.gpu_logits_d2h_gbps);
-    keep("host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit);
+    // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions, and
+    // one from before the kernels' costs were timed leaves those.
+    for (const auto& [key, field] : kGpuRates) rates.*field = json.value(key, rates.*field);
+    rates.host_sample_seconds_per_logit =
+        json.value("host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit);
     rates.gpu_measured = json.contains("h2d_gbps");
     rates.measured = true;
     return rates;

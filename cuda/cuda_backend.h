@@ -12,6 +12,7 @@
 #include "engine/model.h"
 #include "engine/planner/memory_model.h"
 #include "engine/planner/placement.h"
+#include "engine/planner/planner.h"
 
 namespace zinf::cuda {
 
@@ -46,23 +47,12 @@ std::string CudaUnavailableReason();
 // against. Throws zinf::Error without a usable device.
 double MeasurePinnedH2DGbps(int device, uint64_t bytes);
 
-// What `zinf calibrate` measures of a GPU: pinned host-to-device copies (GB/s), device-memory
-// bandwidth (GB/s, reads plus writes of a device-to-device copy), the bf16 cuBLAS GEMM rate
-// (TFLOP/s), and what a decode step's kernels cost beyond bytes and arithmetic (the planner's
-// Bandwidths says how each is used). Throws zinf::Error without a usable device.
-struct DeviceRates {
-  double h2d_gbps = 0;
-  double device_gbps = 0;
-  double device_tflops = 0;
-  double layer_launch_seconds = 0;        // one layer's launches at negligible sizes
-  double attention_lone_key_seconds = 0;  // attention walks on a few multiprocessors, per key
-  double attention_key_seconds = 0;       // a full wave of attention walks, per key
-  int attention_wave_blocks = 0;          // (row, query head) walks in one wave
-  double dequant_i8_seconds = 0;          // per weight, int8 → bf16
-  double dequant_q4_seconds = 0;          // per weight, int4 → bf16
-  double logits_d2h_gbps = 0;             // device → pageable host memory, as the logits go
-};
-DeviceRates MeasureDeviceRates(int device);
+// What `zinf calibrate` measures of a GPU, into the GPU fields of `rates` (engine/planner/planner.h
+// says how the planner uses each): pinned host-to-device copies, device-memory bandwidth (reads
+// plus writes of a device-to-device copy), the bf16 cuBLAS GEMM rate, what a decode step's kernels
+// cost beyond bytes and arithmetic, and the logits' copy to pageable host memory. Throws
+// zinf::Error without a usable device.
+void MeasureDeviceRates(int device, Bandwidths& rates);
 
 // Opens the device, allocates the pool and creates the cuBLAS handle. Throws zinf::Error when no
 // usable device is present (suggesting --device cpu) or the pool does not fit.

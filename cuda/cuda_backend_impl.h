@@ -106,6 +106,9 @@ class CudaBackend final : public Backend {
   struct CublasDeleter {
     void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
   };
+  struct PinnedFree {
+    void operator()(float* memory) const { cudaFreeHost(memory); }
+  };
   struct EventDeleter {
     void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
   };
@@ -157,6 +160,10 @@ class CudaBackend final : public Backend {
   // a fence called late waits on the latest possible copy, never the one just queued.
   std::deque<Copy> spare_copies_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
+  // Results (the logits) land here first: a copy into page-locked memory runs at the link's rate,
+  // one into the caller's ordinary memory at a fraction of it. Grown on demand.
+  std::unique_ptr<float, PinnedFree> results_staging_;
+  size_t results_staging_floats_ = 0;
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix

@@ -18,7 +18,7 @@ double MeasurePinnedH2DGbps(int, uint64_t) {
        CudaUnavailableReason());
 }
 
-DeviceRates MeasureDeviceRates(int) {
+void MeasureDeviceRates(int, Bandwidths&) {
   Fail("--device cuda: {}; install the CUDA Toolkit and rebuild, or run with --device cpu",
        CudaUnavailableReason());
 }

@@ -16,14 +16,6 @@
 
 namespace zinf::cuda {
 
-namespace {
-
-struct HostFree {
-  void operator()(void* p) const { cudaFreeHost(p); }
-};
-
-}  // namespace
-
 double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
   if (const std::string reason = CudaUnavailableReason(); !reason.empty()) {
     Fail("--device cuda: {}; run with --device cpu", reason);
@@ -32,9 +24,9 @@ double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
   void* host = nullptr;
   void* dev = nullptr;
   CheckCuda(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "allocating pinned host memory");
-  const std::unique_ptr<void, HostFree> host_owner(host);
+  const std::unique_ptr<void, ReleaseWith<cudaFreeHost>> host_owner(host);
   CheckCuda(cudaMalloc(&dev, bytes), "allocating device memory to copy into");
-  const std::unique_ptr<void, DeviceFree> device_owner(dev);
+  const DeviceBuffer device_owner(dev);
   std::fill_n(static_cast<unsigned char*>(host), bytes, 1);  // touched: no page faults timed
   const double seconds = FastestSeconds(5, [&] {
     CheckCuda(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, nullptr),
@@ -43,11 +35,10 @@ double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
   return bytes / seconds / 1e9;
 }
 
-DeviceRates MeasureDeviceRates(int device) {
+void MeasureDeviceRates(int device, Bandwidths& rates) {
   if (const std::string reason = CudaUnavailableReason(); !reason.empty()) {
     Fail("--device cuda: {}; run with --device cpu", reason);
   }
-  DeviceRates rates;
   rates.h2d_gbps = MeasurePinnedH2DGbps(device, uint64_t{256} << 20);
   CheckCuda(cudaSetDevice(device), "selecting the GPU");
 
@@ -80,15 +71,20 @@ DeviceRates MeasureDeviceRates(int device) {
   rates.device_tflops = 2.0 * kDim * kDim * kDim / gemm_seconds / 1e12;
   MeasureKernelCosts(device, rates);
 
-  // The logits leave the GPU for the sampler's ordinary (pageable) buffer every step.
+  // The logits leave the GPU every step as CudaBackend::CopyToHost moves them: into page-locked
+  // staging, then into the sampler's ordinary buffer.
   constexpr uint64_t kLogitBytes = uint64_t{64} << 20;
+  void* staging = nullptr;
+  CheckCuda(cudaMallocHost(&staging, kLogitBytes), "allocating pinned host memory");
+  const std::unique_ptr<void, ReleaseWith<cudaFreeHost>> staging_owner(staging);
   std::vector<float> host_logits(kLogitBytes / sizeof(float));
   const double d2h_seconds = FastestSeconds(5, [&] {
-    CheckCuda(cudaMemcpy(host_logits.data(), from.get(), kLogitBytes, cudaMemcpyDeviceToHost),
+    CheckCuda(cudaMemcpy(staging, from.get(), kLogitBytes, cudaMemcpyDeviceToHost),
               "copying logits-sized data to the host");
+    std::copy_n(static_cast<const float*>(staging), host_logits.size(), host_logits.data());
   });
-  rates.logits_d2h_gbps = kLogitBytes / d2h_seconds / 1e9;
-  return rates;
+  rates.gpu_logits_d2h_gbps = kLogitBytes / d2h_seconds / 1e9;
+  rates.gpu_measured = true;
 }
 
 }  // namespace zinf::cuda

@@ -13,10 +13,18 @@
 
 namespace zinf::cuda {
 
-struct DeviceFree {
-  void operator()(void* p) const { cudaFree(p); }
+// unique_ptr's deleter that hands the pointer to the CUDA (or cuBLAS) call that releases it.
+template <auto kRelease>
+struct ReleaseWith {
+  template <typename Handle>
+  void operator()(Handle handle) const {
+    kRelease(handle);
+  }
 };
-using DeviceBuffer = std::unique_ptr<void, DeviceFree>;
+
+using DeviceBuffer = std::unique_ptr<void, ReleaseWith<cudaFree>>;
+using Event = std::unique_ptr<CUevent_st, ReleaseWith<cudaEventDestroy>>;
+using CublasHandle = std::unique_ptr<cublasContext, ReleaseWith<cublasDestroy>>;
 
 inline DeviceBuffer AllocateDevice(uint64_t bytes, const char* what) {
   void* p = nullptr;
@@ -24,21 +32,11 @@ inline DeviceBuffer AllocateDevice(uint64_t bytes, const char* what) {
   return DeviceBuffer(p);
 }
 
-struct EventDestroy {
-  void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
-};
-using Event = std::unique_ptr<CUevent_st, EventDestroy>;
-
 inline Event MakeEvent() {
   cudaEvent_t event = nullptr;
   CheckCuda(cudaEventCreate(&event), "creating an event to time the GPU");
   return Event(event);
 }
-
-struct CublasDestroy {
-  void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
-};
-using CublasHandle = std::unique_ptr<cublasContext, CublasDestroy>;
 
 inline CublasHandle MakeCublas() {
   cublasHandle_t raw = nullptr;
@@ -67,7 +65,7 @@ double FastestSeconds(int runs, Work work) {
 }
 
 // What one decode step's kernels cost beyond moving bytes and multiplying, measured with the
-// backend's own launches (cuda/kernel_costs.cpp); fills the DeviceRates fields so named.
-void MeasureKernelCosts(int device, DeviceRates& rates);
+// backend's own launches (cuda/kernel_costs.cpp): fills the gpu_* fields of `rates` so named.
+void MeasureKernelCosts(int device, Bandwidths& rates);
 
 }  // namespace zinf::cuda

@@ -143,15 +143,15 @@ double DequantSeconds(DType dtype) {
 
 }  // namespace
 
-void MeasureKernelCosts(int device, DeviceRates& rates) {
+void MeasureKernelCosts(int device, Bandwidths& rates) {
   CheckCuda(cudaSetDevice(device), "selecting the GPU");
-  rates.layer_launch_seconds = LayerLaunchSeconds();
+  rates.gpu_layer_launch_seconds = LayerLaunchSeconds();
   const AttentionCosts attention = MeasureAttention(device);
-  rates.attention_lone_key_seconds = attention.lone_key_seconds;
-  rates.attention_key_seconds = attention.wave_key_seconds;
-  rates.attention_wave_blocks = attention.wave_blocks;
-  rates.dequant_i8_seconds = DequantSeconds(DType::kI8);
-  rates.dequant_q4_seconds = DequantSeconds(DType::kQ4);
+  rates.gpu_attention_lone_key_seconds = attention.lone_key_seconds;
+  rates.gpu_attention_key_seconds = attention.wave_key_seconds;
+  rates.gpu_attention_wave_blocks = attention.wave_blocks;
+  rates.gpu_dequant_i8_seconds = DequantSeconds(DType::kI8);
+  rates.gpu_dequant_q4_seconds = DequantSeconds(DType::kQ4);
 }
 
 }  // namespace zinf::cuda

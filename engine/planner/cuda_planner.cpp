@@ -35,7 +35,7 @@ CudaMemory FixedDeviceMemory(const PlannerInputs& inputs) {
 // of walks that have the multiprocessors to themselves and the full wave's.
 double DeviceAttentionSeconds(const ModelConfig& config, int batch, int context,
                               const Bandwidths& bw) {
-  const double wave = std::max(bw.gpu_attention_wave_blocks, 1);
+  const double wave = std::max(bw.gpu_attention_wave_blocks, 1.0);
   const double walks = static_cast<double>(batch) * config.num_heads;
   const double full_waves = std::floor(walks / wave);
   const double rest = walks / wave - full_waves;

@@ -54,11 +54,11 @@ struct Bandwidths {
   double gpu_layer_launch_seconds = 140e-6;        // kLaunchesPerLayer launches, sizes aside
   double gpu_attention_lone_key_seconds = 0.7e-6;  // attention per key, a few walks at once
   double gpu_attention_key_seconds = 0.7e-6;       // per key, a full wave of walks
-  int gpu_attention_wave_blocks = 1024;            // (row, query head) walks in one wave
+  double gpu_attention_wave_blocks = 1024;         // (row, query head) walks in one wave
   double gpu_dequant_i8_seconds = 6e-12;           // per weight, int8 → bf16 (bf16 compute)
   double gpu_dequant_q4_seconds = 6e-12;           // per weight, int4 → bf16
   // Each step the logits go to the host and the sampler picks each row's token there.
-  double gpu_logits_d2h_gbps = 4.0;             // device → the sampler's pageable buffer
+  double gpu_logits_d2h_gbps = 4.0;  // device → pinned staging → the sampler's buffer
   double host_sample_seconds_per_logit = 1e-9;  // a greedy pick, per logit
   bool measured = false;
   bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
