@@ -49,7 +49,9 @@ timed() {
   local start=$SECONDS
   echo "\$ $*" | tee -a "$results"
   set +e
-  timeout "${STEP_LIMIT:-400}" "$@" 2>&1 | tee -a "$results"
+  # --foreground: in the caller's process group, so a stage's own timeout (bench/gpu_proof.sh)
+  # ends this command too instead of leaving it running beside the next stage.
+  timeout --foreground "${STEP_LIMIT:-400}" "$@" 2>&1 | tee -a "$results"
   local rc=${PIPESTATUS[0]}
   set -e
   echo "($label: exit $rc, $((SECONDS - start)) s)" | tee -a "$results"
@@ -106,7 +108,7 @@ case "$stage" in
         --synthetic "$root/bench/configs/tinyllama-1.1b.json" "$model-$dtype" --dtype "$dtype" --force
       timed "bench $dtype resident" "$zinf" bench --model "$model-$dtype" --device cuda \
         --batch-size 1,32,128 --prompt-len 512 --gen-len 16 --step-tokens 65536 --repeat 1
-      rm -rf "$model-$dtype"
+      [ "${ZINF_KEEP_CHECKPOINTS:-0}" = 1 ] || rm -rf "$model-$dtype"
     done
     ;;
   kvoffload)

@@ -117,15 +117,8 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   if (gpu) {
     cuda::MeasureDeviceRates(0, rates);
     spdlog::info("calibrated GPU 0: pinned host-to-device {:.1f} GB/s, device memory {:.0f} GB/s, "
-                 "bf16 matrix products {:.0f} TFLOP/s; a layer's launches {:.1f} us, attention "
-                 "{:.3f} us per key alone, {:.3f} us for a wave of {} walks; dequantisation to "
-                 "bf16 {:.2f} ps (int8) / {:.2f} ps (int4) per weight; logits to the host {:.1f} "
-                 "GB/s",
-                 rates.h2d_gbps, rates.device_gbps, rates.device_tflops,
-                 rates.gpu_layer_launch_seconds * 1e6, rates.gpu_attention_lone_key_seconds * 1e6,
-                 rates.gpu_attention_key_seconds * 1e6, rates.gpu_attention_wave_blocks,
-                 rates.gpu_dequant_i8_seconds * 1e12, rates.gpu_dequant_q4_seconds * 1e12,
-                 rates.gpu_logits_d2h_gbps);
+                 "bf16 matrix products {:.0f} TFLOP/s; {}",
+                 rates.h2d_gbps, rates.device_gbps, rates.device_tflops, GpuKernelCosts(rates));
   }
   spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
                "{:.1f}-{:.1f}), compute {:.1f} GFLOP/s (int8 weights {:.1f}, int4 {:.1f}; {} "

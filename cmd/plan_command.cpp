@@ -138,14 +138,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
                    ? "zinf calibrate's, or --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops"
                    : "assumed unless given: --disk-gbps/--pcie-gbps/--hbm-gbps/--tflops, or run "
                      "zinf calibrate");
-    fmt::print(
-        "kernels    a layer's launches {:.0f} us, attention {:.2f} us per key alone and {:.2f} in "
-        "a wave of {} walks, dequantisation to bf16 {:.1f} / {:.1f} ps per int8 / int4 "
-        "weight, logits to the host {:.1f} GB/s and picked in {:.2f} ns each\n",
-        bw.gpu_layer_launch_seconds * 1e6, bw.gpu_attention_lone_key_seconds * 1e6,
-        bw.gpu_attention_key_seconds * 1e6, bw.gpu_attention_wave_blocks,
-        bw.gpu_dequant_i8_seconds * 1e12, bw.gpu_dequant_q4_seconds * 1e12, bw.gpu_logits_d2h_gbps,
-        bw.host_sample_seconds_per_logit * 1e9);
+    fmt::print("kernels    {}\n", GpuKernelCosts(bw));
     fmt::print("per step   disk {:.3f} s, PCIe {:.3f} s, device memory {:.3f} s, compute {:.3f} s, "
                "launches {:.3f} s, attention {:.3f} s, dequantisation {:.3f} s, logits {:.3f} s",
                plan.io_seconds_per_step, plan.h2d_seconds_per_step, plan.memory_seconds_per_step,

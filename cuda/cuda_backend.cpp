@@ -353,19 +353,23 @@ void CudaBackend::Add(Tensor x, Tensor y) {
 void CudaBackend::CopyToHost(Tensor x, std::span<float> host) {
   const size_t count = static_cast<size_t>(x.rows * x.cols);
   ZINF_CHECK(host.size() >= count, "host buffer too small");
-  if (count > results_staging_floats_) {
+  if (!results_staging_) {
     float* staging = nullptr;
-    CheckCuda(cudaMallocHost(reinterpret_cast<void**>(&staging), count * sizeof(float)),
-              "page-locking a buffer for results on their way to the host");
+    CheckCuda(
+        cudaMallocHost(reinterpret_cast<void**>(&staging), kResultsStagingFloats * sizeof(float)),
+        "page-locking a buffer for results on their way to the host");
     results_staging_.reset(staging);
-    results_staging_floats_ = count;
   }
-  CheckCuda(cudaMemcpyAsync(results_staging_.get(), x.data, count * sizeof(float),
-                            cudaMemcpyDeviceToHost, stream_),
-            "copying results to the host");
-  // Errors of any kernel queued since the last wait surface here.
-  CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
-  std::copy_n(results_staging_.get(), count, host.data());
+  for (size_t done = 0; done < count; done += kResultsStagingFloats) {
+    const size_t chunk = std::min(kResultsStagingFloats, count - done);
+    CheckCuda(cudaMemcpyAsync(results_staging_.get(), Floats(x) + done, chunk * sizeof(float),
+                              cudaMemcpyDeviceToHost, stream_),
+              "copying results to the host");
+    // Errors of any kernel queued since the last wait surface here.
+    CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
+    std::copy_n(results_staging_.get(), chunk, host.data() + done);
+  }
+  if (count == 0) CheckCuda(cudaStreamSynchronize(stream_), "running the step on the GPU");
   // Every copy queued so far fed this stream, so all have finished: their times cost no wait now.
   CountCompletedCopies();
   if (host_kv_) host_kv_->ThrowIfFailed();  // the CPU's part of the step, run as callbacks

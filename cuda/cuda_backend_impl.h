@@ -17,6 +17,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_pool.h"
+#include "cuda/handles.h"
 #include "cuda/host/slot_ring.h"
 #include "cuda/host_kv_attention.h"
 #include "cuda/kernels.h"
@@ -100,19 +101,6 @@ class CudaBackend final : public Backend {
   kernels::KvLayer KvLayerView(int layer) const;
   uint64_t KvElementBytes() const;
 
-  struct StreamDeleter {
-    void operator()(cudaStream_t stream) const { cudaStreamDestroy(stream); }
-  };
-  struct CublasDeleter {
-    void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
-  };
-  struct PinnedFree {
-    void operator()(float* memory) const { cudaFreeHost(memory); }
-  };
-  struct EventDeleter {
-    void operator()(cudaEvent_t event) const { cudaEventDestroy(event); }
-  };
-  using Event = std::unique_ptr<CUevent_st, EventDeleter>;
   // Shared with the weight source's copy fences, which may outlive the backend.
   using SharedEvent = std::shared_ptr<CUevent_st>;
   // One device slot of the streaming ring: `read` is recorded on the compute stream when the
@@ -141,9 +129,9 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   std::string name_;
   std::unique_ptr<DevicePool> pool_;  // declared before the handles: destroyed after them
-  std::unique_ptr<CUstream_st, StreamDeleter> stream_owner_;
-  std::unique_ptr<cublasContext, CublasDeleter> cublas_owner_;
-  std::unique_ptr<CUstream_st, StreamDeleter> copy_stream_owner_;
+  Stream stream_owner_;
+  CublasHandle cublas_owner_;
+  Stream copy_stream_owner_;
   cudaStream_t stream_ = nullptr;       // stream_owner_'s: every kernel and GEMM
   cublasHandle_t cublas_ = nullptr;     // cublas_owner_'s
   cudaStream_t copy_stream_ = nullptr;  // copy_stream_owner_'s: host-to-device weight copies
@@ -160,10 +148,11 @@ class CudaBackend final : public Backend {
   // a fence called late waits on the latest possible copy, never the one just queued.
   std::deque<Copy> spare_copies_;
   std::vector<const void*> pinned_;  // host regions registered with cudaHostRegister
-  // Results (the logits) land here first: a copy into page-locked memory runs at the link's rate,
-  // one into the caller's ordinary memory at a fraction of it. Grown on demand.
-  std::unique_ptr<float, PinnedFree> results_staging_;
-  size_t results_staging_floats_ = 0;
+  // Results (the logits) pass through here a chunk at a time: a copy into page-locked memory runs
+  // at the link's rate, one into the caller's ordinary memory at a fraction of it. At most
+  // kResultsStagingFloats, allocated at the first copy.
+  static constexpr size_t kResultsStagingFloats = size_t{4} << 20;  // 16 MiB
+  PinnedBuffer<float> results_staging_;
 
   void* cast_buffer_ = nullptr;    // GEMM inputs in f16/bf16
   void* matrix_buffer_ = nullptr;  // one dequantised (or to-be-converted) matrix

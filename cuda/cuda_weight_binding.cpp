@@ -97,7 +97,7 @@ CudaBackend::Copy CudaBackend::NewCopy() {
   auto timing_event = [] {
     cudaEvent_t event = nullptr;
     CheckCuda(cudaEventCreate(&event), "creating an event");
-    return SharedEvent(event, EventDeleter{});
+    return SharedEvent(event, ReleaseWith<cudaEventDestroy>{});
   };
   Copy copy;
   copy.started = timing_event();

@@ -24,7 +24,7 @@ double MeasurePinnedH2DGbps(int device, uint64_t bytes) {
   void* host = nullptr;
   void* dev = nullptr;
   CheckCuda(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "allocating pinned host memory");
-  const std::unique_ptr<void, ReleaseWith<cudaFreeHost>> host_owner(host);
+  const PinnedBuffer<void> host_owner(host);
   CheckCuda(cudaMalloc(&dev, bytes), "allocating device memory to copy into");
   const DeviceBuffer device_owner(dev);
   std::fill_n(static_cast<unsigned char*>(host), bytes, 1);  // touched: no page faults timed
@@ -76,7 +76,7 @@ void MeasureDeviceRates(int device, Bandwidths& rates) {
   constexpr uint64_t kLogitBytes = uint64_t{64} << 20;
   void* staging = nullptr;
   CheckCuda(cudaMallocHost(&staging, kLogitBytes), "allocating pinned host memory");
-  const std::unique_ptr<void, ReleaseWith<cudaFreeHost>> staging_owner(staging);
+  const PinnedBuffer<void> staging_owner(staging);
   std::vector<float> host_logits(kLogitBytes / sizeof(float));
   const double d2h_seconds = FastestSeconds(5, [&] {
     CheckCuda(cudaMemcpy(staging, from.get(), kLogitBytes, cudaMemcpyDeviceToHost),

@@ -1,5 +1,5 @@
-// Timing work on the GPU for `zinf calibrate`: device buffers that free themselves, and the
-// fastest of several event-timed runs of a piece of enqueued work.
+// Timing work on the GPU for `zinf calibrate`: allocations that free themselves, and the fastest
+// of several event-timed runs of a piece of enqueued work.
 #pragma once
 
 #include <cublas_v2.h>
@@ -10,21 +10,9 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/handles.h"
 
 namespace zinf::cuda {
-
-// unique_ptr's deleter that hands the pointer to the CUDA (or cuBLAS) call that releases it.
-template <auto kRelease>
-struct ReleaseWith {
-  template <typename Handle>
-  void operator()(Handle handle) const {
-    kRelease(handle);
-  }
-};
-
-using DeviceBuffer = std::unique_ptr<void, ReleaseWith<cudaFree>>;
-using Event = std::unique_ptr<CUevent_st, ReleaseWith<cudaEventDestroy>>;
-using CublasHandle = std::unique_ptr<cublasContext, ReleaseWith<cublasDestroy>>;
 
 inline DeviceBuffer AllocateDevice(uint64_t bytes, const char* what) {
   void* p = nullptr;

@@ -43,7 +43,7 @@ double LayerLaunchSeconds() {
         CheckCuda(kn::CastF32(xf, kWidth, kn::GemmType::kBF16, cast.get(), nullptr),
                   "timing launches");
         Gemm(handle.get(), cast.get(), w.get(), kn::GemmType::kBF16, 1, kWidth, kWidth, of);
-        CheckCuda(kn::Add(xf, of, kWidth, nullptr), "timing launches");
+        CheckCuda(kn::Add(of, xf, kWidth, nullptr), "timing launches");  // x stays finite
       }
     }
   });
@@ -65,8 +65,9 @@ AttentionCosts MeasureAttention(int device) {
   CheckCuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
             "querying the multiprocessor count");
   AttentionCosts costs;
-  costs.wave_blocks = std::max(per_multiprocessor * multiprocessors, kHeads);
-  const int max_rows = std::max(costs.wave_blocks / kHeads, 1);
+  // As many rows as fill one wave with whole rows of kHeads walks: the wave timed below.
+  const int max_rows = std::max(per_multiprocessor * multiprocessors / kHeads, 1);
+  costs.wave_blocks = max_rows * kHeads;
   const uint64_t kv_dim = kKvHeads * kHeadDim;
   const uint64_t cache_bytes = static_cast<uint64_t>(max_rows) * kKeys * kv_dim * sizeof(float);
   const DeviceBuffer keys = AllocateDevice(cache_bytes, "allocating a KV cache to time attention");

@@ -69,10 +69,13 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const planner_detail::DequantWork dequant =
       workload.gpu_compute == GpuCompute::kF32
           ? planner_detail::DequantWork{}
-          : planner_detail::GpuDequantWork(checkpoint, inputs.routing, batch, bw);
+          : planner_detail::GpuDequantWork(checkpoint, inputs.routing, plan.placement, batch, bw);
   plan.dequant_seconds_per_step = dequant.seconds;
   // The device's cache is read by the attention walks, timed on their own below.
-  const double device_read_bytes = used - host.step_bytes + 2.0 * dequant.elements;
+  // The GEMMs read the bf16 copies of quantized matrices; the dequantisation's time covers reading
+  // their stored bytes.
+  const double device_read_bytes =
+      used - host.step_bytes - dequant.stored_bytes + 2.0 * dequant.elements;
   plan.memory_seconds_per_step = device_read_bytes / (bw.device_gbps * 1e9);
   plan.compute_seconds_per_step = 2.0 * weights * batch / (bw.device_tflops * 1e12);
   // Each layer's launches, one layer's worth more for the embedding, the final norm and the head,
@@ -85,13 +88,14 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   plan.logits_seconds_per_step =
       static_cast<double>(batch) * checkpoint.config.vocab_size *
       (sizeof(float) / (bw.gpu_logits_d2h_gbps * 1e9) + bw.host_sample_seconds_per_logit);
+  // The walks, or reading the cache's attended share, whichever is slower.
+  const int attended = workload.mean_context > 0 ? workload.mean_context : workload.max_context;
+  const double attended_share =
+      static_cast<double>(attended) / std::max(workload.max_context, attended);
   plan.gpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDevice
-          ? std::max(static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),
-                     DeviceAttentionSeconds(checkpoint.config, batch,
-                                            workload.mean_context > 0 ? workload.mean_context
-                                                                      : workload.max_context,
-                                            bw))
+          ? std::max(attended_share * static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),
+                     DeviceAttentionSeconds(checkpoint.config, batch, attended, bw))
           : 0.0;
   // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
   // bound: full contexts). It runs in the compute stream's order, so it adds to the GPU's own

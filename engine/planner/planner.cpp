@@ -113,6 +113,17 @@ const char* BoundName(Bound bound) {
   return "?";
 }
 
+std::string GpuKernelCosts(const Bandwidths& rates) {
+  return fmt::format(
+      "a layer's launches {:.0f} us, attention {:.2f} us per key alone and {:.2f} in a wave of {} "
+      "walks, dequantisation to bf16 {:.1f} / {:.1f} ps per int8 / int4 weight, logits to the "
+      "host {:.1f} GB/s and picked in {:.2f} ns each",
+      rates.gpu_layer_launch_seconds * 1e6, rates.gpu_attention_lone_key_seconds * 1e6,
+      rates.gpu_attention_key_seconds * 1e6, rates.gpu_attention_wave_blocks,
+      rates.gpu_dequant_i8_seconds * 1e12, rates.gpu_dequant_q4_seconds * 1e12,
+      rates.gpu_logits_d2h_gbps, rates.host_sample_seconds_per_logit * 1e9);
+}
+
 const char* MoeExpertsName(MoeExperts where) {
   switch (where) {
     case MoeExperts::kAuto: return "auto";

@@ -79,6 +79,10 @@ enum class MoeExperts : uint8_t {
 };
 const char* MoeExpertsName(MoeExperts where);
 
+// One line on the CUDA step's costs beyond bytes and arithmetic in `rates` (plan and calibrate
+// print it).
+std::string GpuKernelCosts(const Bandwidths& rates);
+
 struct Workload {
   int batch_size = 8;            // sequences decoded together
   int max_context = 2048;        // positions per sequence (KV cache)

@@ -155,13 +155,14 @@ double ParameterCount(const Checkpoint& checkpoint) {
   return count;
 }
 
-DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens,
-                           const Bandwidths& rates) {
+DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                           const Placement& placement, int tokens, const Bandwidths& rates) {
   DequantWork work;
   for (size_t i = 0; i < checkpoint.extents.size(); ++i) {
     const ExtentInfo& extent = checkpoint.extents[i];
     // The embedding table is a lookup: its rows are dequantised one by one, not the matrix.
     if (extent.kind == ExtentKind::kEmbedding || extent.padded_bytes == 0) continue;
+    if (placement.ComputedOnHost(i, extent.kind == ExtentKind::kExpert)) continue;
     const double used =
         StepBytes(checkpoint, routing, i, tokens) / static_cast<double>(extent.padded_bytes);
     for (const TensorInfo& tensor : extent.tensors) {
@@ -169,6 +170,7 @@ DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* r
       const double elements = static_cast<double>(tensor.num_elements()) * used;
       work.elements += elements;
       work.matrices += used;
+      work.stored_bytes += static_cast<double>(tensor.size_bytes) * used;
       work.seconds += elements * (tensor.dtype == DType::kQ4 ? rates.gpu_dequant_q4_seconds
                                                              : rates.gpu_dequant_i8_seconds);
     }

@@ -66,16 +66,18 @@ int ExpertStagingBuffers(const ModelConfig& config, int tokens);
 // the k it is routed to).
 double ParameterCount(const Checkpoint& checkpoint);
 
-// CUDA under bf16 compute: the int8 / int4 matrix elements a step of `tokens` rows dequantises to
-// bf16 before their GEMMs (every dense matrix; an expert's when the step routes to it, at
-// StepBytes' share), and the seconds that takes at the calibrated per-weight rates.
+// CUDA under bf16 compute: the int8 / int4 matrices a step of `tokens` rows dequantises to bf16
+// before their GEMMs (every dense matrix; an expert's when the step routes to it, at StepBytes'
+// share; none the CPU computes), and the seconds that takes at the calibrated per-weight rates,
+// which include reading their stored bytes.
 struct DequantWork {
   double elements = 0;
-  double matrices = 0;  // each one more launch
+  double matrices = 0;      // each one more launch
+  double stored_bytes = 0;  // read by the dequantisation, not by the GEMMs
   double seconds = 0;
 };
-DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing, int tokens,
-                           const Bandwidths& rates);
+DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
+                           const Placement& placement, int tokens, const Bandwidths& rates);
 
 // Seconds the CPU backend's products take per step of `tokens` rows: each tensor's 2 × elements ×
 // tokens FLOPs (an expert's: × k/E, the share of tokens routed to it) at its dtype's kernel rate.

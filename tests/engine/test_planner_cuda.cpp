@@ -172,6 +172,7 @@ TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs
   // int4 under bf16 compute: each weight dequantised, then read as bf16 by its GEMM.
   inputs.workload.batch_size = 16;
   model.dtype = DType::kQ4;
+  const std::vector<ExtentInfo> f16_extents = model.extents;
   model.extents =
       formats::LayoutExtents(formats::ExpectedExtents(model.config),
                              formats::WeightEncoding::For(DType::kQ4, DType::kF16, 64, {}));
@@ -180,7 +181,19 @@ TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs
   // Every multiplied element but the norms' vectors (4e-5 of them) is a dequantised weight.
   const double multiplied = f16.compute_seconds_per_step * (bw.device_tflops * 1e12) / (2.0 * 16);
   CHECK(q4.dequant_seconds_per_step / 8e-12 == Approx(multiplied).epsilon(1e-4));
-  CHECK(q4.memory_seconds_per_step > f16.memory_seconds_per_step);  // the bf16 copies' reads
+  // The GEMMs read bf16 copies, as many bytes as f16 weights (the dequantisation's time covers the
+  // stored nibbles): only the embedding table, looked up in its stored form, reads less.
+  const auto embedding_bytes = [](const std::vector<ExtentInfo>& extents) {
+    for (const ExtentInfo& extent : extents) {
+      if (extent.kind == ExtentKind::kEmbedding) return static_cast<double>(extent.padded_bytes);
+    }
+    return 0.0;
+  };
+  const double read_bytes_per_second = bw.device_gbps * 1e9;
+  CHECK(q4.memory_seconds_per_step * read_bytes_per_second ==
+        Approx(f16.memory_seconds_per_step * read_bytes_per_second -
+               (embedding_bytes(f16_extents) - embedding_bytes(model.extents)))
+            .epsilon(1e-4));
   // A dequantising launch per quantized matrix: seven a layer, and the head.
   CHECK(q4.launch_seconds_per_step ==
         Approx(f16.launch_seconds_per_step + (32 * 7 + 1) * 100e-6 / kLaunchesPerLayer));
@@ -188,6 +201,25 @@ TEST_CASE("cuda planner: launches, attention and dequantisation add to the GEMMs
   // f32 compute multiplies the stored nibbles in the CPU's arithmetic: nothing is dequantised.
   inputs.workload.gpu_compute = GpuCompute::kF32;
   CHECK(MakePlan(inputs).dequant_seconds_per_step == 0);
+}
+
+TEST_CASE("cuda planner: experts the CPU computes are not dequantised on the GPU") {
+  // Mixtral-8x7B in int4 on 24 GiB: the experts the device does not hold are computed by the CPU
+  // from DRAM with --moe-experts cpu, so the GPU neither dequantises nor reads them.
+  Checkpoint model = ShippedConfig("mixtral-8x7b");
+  model.extents =
+      formats::LayoutExtents(formats::ExpectedExtents(model.config),
+                             formats::WeightEncoding::For(DType::kQ4, DType::kF16, 64, {}));
+  PlannerInputs inputs = CudaInputs(model, 24 * kGiB, 128 * kGiB, 16);
+  inputs.workload.moe_experts = MoeExperts::kGpu;
+  const Plan copied = MakePlan(inputs);
+  inputs.workload.moe_experts = MoeExperts::kCpu;
+  const Plan on_host = MakePlan(inputs);
+  REQUIRE(on_host.placement.host_computes_experts);
+  REQUIRE(on_host.offload_needed);
+  CHECK(on_host.dequant_seconds_per_step > 0);  // the attention and the experts it holds
+  CHECK(on_host.dequant_seconds_per_step < copied.dequant_seconds_per_step);
+  CHECK(on_host.launch_seconds_per_step < copied.launch_seconds_per_step);
 }
 
 TEST_CASE("cuda planner: offloaded, larger batches win until the device is full") {
