@@ -23,11 +23,13 @@ float* Pinned(int64_t floats, const char* what) {
 
 HostKvAttention::HostKvAttention(const KvCacheShape& shape, int64_t max_rows, int64_t q_width,
                                  int threads)
-    : pool_(threads), max_rows_(max_rows) {
+    : pool_(threads),
+      max_rows_(max_rows),
+      kv_width_(static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim),
+      q_width_(q_width) {
   cache_.Allocate(shape);
-  const int64_t kv_width = static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim;
-  keys_ = Pinned(max_rows * kv_width, "page-locking the offloaded KV cache's key transfers");
-  values_ = Pinned(max_rows * kv_width, "page-locking the offloaded KV cache's value transfers");
+  keys_ = Pinned(max_rows * kv_width_, "page-locking the offloaded KV cache's key transfers");
+  values_ = Pinned(max_rows * kv_width_, "page-locking the offloaded KV cache's value transfers");
   queries_ = Pinned(max_rows * q_width, "page-locking the offloaded attention's query transfers");
   outputs_ = Pinned(max_rows * q_width, "page-locking the offloaded attention's output transfers");
 }
@@ -51,8 +53,11 @@ void HostKvAttention::QueueOnHost(cudaStream_t stream, std::function<void()> wor
 
 void HostKvAttention::StoreKv(int layer, std::span<const SequenceChunk> chunks, Tensor k, Tensor v,
                               cudaStream_t stream) {
+  // The kernels below write these page-locked buffers directly: nothing may overrun them.
   ZINF_CHECK(k.rows <= max_rows_ && v.rows == k.rows, "{} KV rows for {}-row transfer buffers",
              k.rows, max_rows_);
+  ZINF_CHECK(k.cols == kv_width_ && v.cols == kv_width_, "KV rows of {} for {}-wide buffers",
+             k.cols, kv_width_);
   // Written by kernels into the page-locked buffers rather than copied: any copy on this stream,
   // either way, queues on the copy engines behind the weight stream's slot copies (1.2 GB, 22 ms
   // each for OPT-30B), once per layer. The callback runs after the kernels have completed, when
@@ -79,6 +84,7 @@ void HostKvAttention::Attention(int layer, std::span<const SequenceChunk> chunks
                                 const AttentionShape& shape, Tensor out, cudaStream_t stream) {
   ZINF_CHECK(q.rows <= max_rows_ && out.rows == q.rows && out.cols == q.cols,
              "{} query rows for {}-row transfer buffers", q.rows, max_rows_);
+  ZINF_CHECK(q.cols <= q_width_, "query rows of {} for {}-wide buffers", q.cols, q_width_);
   CheckCuda(kernels::CopyByKernel(Rows(q), q.rows * q.cols, queries_, stream),
             "writing queries for the CPU's attention");
   QueueOnHost(

@@ -43,6 +43,7 @@ class HostKvAttention {
   cpu::ThreadPool pool_;
   cuda::HostJobQueue jobs_;
   int64_t max_rows_;
+  int64_t kv_width_, q_width_;  // the transfer buffers' row widths
   // One set of transfer buffers is enough: the copies into them and the callbacks reading them
   // are all on one stream, so each use ends before the next begins.
   float* keys_ = nullptr;  // [max_rows, kv_width], page-locked
