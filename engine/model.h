@@ -122,8 +122,11 @@ class Model {
   std::vector<MicroBatch> micro_batches_;  // this step's, storage reused across steps
   // Per extent: its base in device memory when the backend holds it, else nullptr.
   std::vector<const std::byte*> backend_resident_;
-  std::vector<int> from_source_;  // the extents the weight source serves every step, in order
-                                  // (experts aside: a step asks only for those it routes to)
+  // The extents the weight source reads from the disk every step (the others it serves it holds in
+  // DRAM), in order, and a flag per extent: the prefetch window walks these only.
+  std::vector<int> read_each_step_;
+  std::vector<bool> is_read_each_step_;
+  // (experts aside: a step asks only for those it routes to)
   // Mixture of experts: per layer its experts' extent indices (empty for a dense layer), and per
   // extent whether its bytes move to compute each time it is used (ExpertTraffic).
   std::vector<std::vector<int>> expert_extents_;

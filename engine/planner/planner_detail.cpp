@@ -7,8 +7,24 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <utility>
 
 namespace zinf::planner_detail {
+
+namespace {
+
+// Equal layers are kept resident in the order of their indices' bits reversed (0, 64, 32, 96,
+// 16, ...): any number of them then lies spread over the model, so each streamed layer's read
+// overlaps the products of resident layers around it, where resident layers first left the disk
+// idle while they computed.
+uint32_t SpreadRank(int layer) {
+  uint32_t reversed = 0;
+  for (uint32_t bits = static_cast<uint32_t>(layer), i = 0; i < 16; ++i, bits >>= 1)
+    reversed = (reversed << 1) | (bits & 1);
+  return reversed;
+}
+
+}  // namespace
 
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents,
                                    const RoutingProfile* routing) {
@@ -25,7 +41,15 @@ std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents,
     if (extents[a].padded_bytes != extents[b].padded_bytes) {
       return extents[a].padded_bytes > extents[b].padded_bytes;
     }
-    return extents[a].kind == ExtentKind::kEmbedding && extents[b].kind != ExtentKind::kEmbedding;
+    // Among equals: the embeddings, then layers spread over the model, then the rest in order.
+    const auto tie_key = [&](size_t i) {
+      const ExtentKind kind = extents[i].kind;
+      return std::pair(kind == ExtentKind::kEmbedding ? 0
+                       : kind == ExtentKind::kLayer   ? 1
+                                                      : 2,
+                       kind == ExtentKind::kLayer ? SpreadRank(extents[i].layer) : 0u);
+    };
+    return tie_key(a) < tie_key(b);
   });
   return order;
 }

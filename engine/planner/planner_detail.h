@@ -16,9 +16,10 @@ namespace zinf::planner_detail {
 // Order in which extents claim residency. Per byte kept resident, every extent saves the same
 // transfer time; but the largest extent still moved sets the size of every staging buffer (and
 // device slot), so the largest go first. Among equals the embeddings lead (only a few of their rows
-// are used, yet moving them moves them whole), then file order. A mixture-of-experts model's
-// experts come after every always-used extent: each is used by only some steps; with a routing
-// profile the most used first.
+// are used, yet moving them moves them whole), then the layers spread over the model (their
+// indices' bits reversed: however many are kept, each streamed layer's read overlaps resident
+// layers' products), then file order. A mixture-of-experts model's experts come after every
+// always-used extent: each is used by only some steps; with a routing profile the most used first.
 std::vector<size_t> ResidencyOrder(const std::vector<ExtentInfo>& extents,
                                    const RoutingProfile* routing);
 
