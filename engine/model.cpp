@@ -92,12 +92,10 @@ void Model::LoadBackendResident(const Placement& placement) {
   ZINF_CHECK(placement.size() == num_extents, "{} placements for {} extents", placement.size(),
              num_extents);
   backend_resident_.assign(num_extents, nullptr);
-  is_read_each_step_.assign(num_extents, false);
   for (size_t e = 0; e < num_extents; ++e) {
     if (!placement.HeldByBackend(e)) {
       if (checkpoint_.extents[e].kind != ExtentKind::kExpert && placement[e] == Tier::kNvme) {
         read_each_step_.push_back(static_cast<int>(e));
-        is_read_each_step_[e] = true;
       }
       continue;
     }
@@ -162,7 +160,7 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
     const bool from_source = base == nullptr;
     if (from_source) {
       // Reads run ahead of compute; past the last they wrap to the next step's first ones.
-      if (is_read_each_step_[e]) {
+      if (read < num_read && read_each_step_[read] == e) {  // the next one read from disk
         if (depth > 0) weights_.Prefetch(read_each_step_[(read + depth) % num_read]);
         ++read;
       }

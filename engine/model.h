@@ -123,9 +123,8 @@ class Model {
   // Per extent: its base in device memory when the backend holds it, else nullptr.
   std::vector<const std::byte*> backend_resident_;
   // The extents the weight source reads from the disk every step (the others it serves it holds in
-  // DRAM), in order, and a flag per extent: the prefetch window walks these only.
+  // DRAM), in order: the prefetch window walks these only.
   std::vector<int> read_each_step_;
-  std::vector<bool> is_read_each_step_;
   // (experts aside: a step asks only for those it routes to)
   // Mixture of experts: per layer its experts' extent indices (empty for a dense layer), and per
   // extent whether its bytes move to compute each time it is used (ExpertTraffic).
