@@ -5,7 +5,8 @@
 // registers reduced together into 16 group sums. More tokens take token lanes: 16 tokens' values
 // in the lanes (cpu/q8_token_lanes.h, the AMX B layout) against a dword of unpacked nibbles
 // broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction. 1-4 tokens take
-// the 16-row tiles of cpu/matmul_q4_avx512_tiles.h.
+// the 16-row tiles of cpu/matmul_q4_avx512_tiles.h; 7-8 tokens, where the start-up probe says so,
+// the 8 token lanes of 256-bit registers (cpu/matmul_q4_avx512_ymm_lanes.h).
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
@@ -15,6 +16,7 @@
 #include <utility>
 
 #include "cpu/matmul_q4_avx512_tiles.h"
+#include "cpu/matmul_q4_avx512_ymm_lanes.h"
 #include "cpu/reduce_avx512.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
@@ -135,18 +137,23 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
       acc, [&](int r, int t, float value) { results[r][t] = value + minimums[r][t]; });
 }
 
-// Rows [row, row + kRows) × the tokens of one lane group (16 lanes, `tokens` of them used, the
-// first being `token`): `unpacked` holds the rows' nibbles as bytes, `stride` apart.
+// Rows [row, row + kRows) (prepared in `unpacked`) × the tokens of one lane group (16 lanes,
+// `tokens` of them used, the first being `token`); `prefetch`, when set, asks for the next kRows
+// rows.
 template <int kRows>
 void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations& xa, int64_t token,
-              int tokens, const uint8_t* unpacked, int64_t stride, const QuantRows& w, int64_t row,
-              float (&results)[kRows][16]) {
+              int tokens, const UnpackedQ4Rows& unpacked, const QuantRows& w, int64_t row,
+              bool prefetch, float (&results)[kRows][16]) {
   const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
   __m512 acc[kRows], minimums[kRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) acc[r] = minimums[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
+    if (prefetch) {
+      PrefetchRegionShare(w.row(row + kRows), kRows * w.row_bytes, g, xa.groups);
+      PrefetchRegionShare(w.q4_params(row + kRows), kRows * w.groups * 4, g, xa.groups);
+    }
     __m512i sums[kRows];
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
@@ -158,7 +165,7 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
 #pragma GCC unroll 16
         for (int r = 0; r < kRows; ++r) {
           int32_t nibbles;
-          std::memcpy(&nibbles, unpacked + r * stride + b * kQ4BlockElements + 4 * k4, 4);
+          std::memcpy(&nibbles, unpacked.row(r) + b * kQ4BlockElements + 4 * k4, 4);
           sums[r] = _mm512_dpbusd_epi32(sums[r], _mm512_set1_epi32(nibbles), x);
         }
       }
@@ -168,10 +175,10 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
     const __m512 min_factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const uint16_t* params = w.q4_params(row + r) + 2 * g;
-      const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(params[0])), token_scales);
+      const float* params = unpacked.row_params(r) + 2 * g;
+      const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(params[0]), token_scales);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), factors, acc[r]);
-      minimums[r] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(params[1])), min_factors, minimums[r]);
+      minimums[r] = _mm512_fmadd_ps(_mm512_set1_ps(params[1]), min_factors, minimums[r]);
     }
   }
 #pragma GCC unroll 16
@@ -182,8 +189,39 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+// count f16 values to floats (F16C converts what F16ToF32 would).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx2,f16c,avx512f"))) void WidenF16(const uint16_t* values, int64_t count,
+                                                           float* out) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    _mm512_storeu_ps(
+        out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + i))));
+  }
+  for (; i < count; ++i) out[i] = _cvtsh_ss(values[i]);
+}
+#pragma GCC diagnostic pop
+
+// Rows [row, row + rows) (at most kLaneRows) prepared for the token-lane tiles, in buffers owned by
+// the calling thread (valid until its next call): nibbles unpacked, parameters widened to floats.
+UnpackedQ4Rows PrepareLaneRows(const QuantRows& w, int64_t row, int rows) {
+  struct ParamsTag;
+  const int64_t stride = Q4UnpackedStride(w), params = w.groups * 2;
+  auto* bytes = reinterpret_cast<uint8_t*>(
+      AlignedThreadScratch<UnpackedQ4Rows>(static_cast<size_t>(rows * stride)));
+  auto* floats = reinterpret_cast<float*>(
+      AlignedThreadScratch<ParamsTag>(static_cast<size_t>(rows * params * 4)));
+  UnpackQ4Rows(w, row, rows, bytes, stride);
+  WidenF16(w.q4_params(row), rows * params, floats);
+  return UnpackedQ4Rows{bytes, stride, floats, params};
+}
+
 // Pair tiles: up to 8 tokens, 4 rows (up to kDecodeTokens: DecodeTile's 16). Token lanes: 8 rows.
 constexpr int kPairTokens = 8, kFewTokenRows = 4, kLaneRows = 8;
+// The fewest tokens the 256-bit token lanes take, where chosen: below it the 16-row tiles' one or
+// two passes win (Zen 4, 2048 × 5632, groups of 32: 0.5-0.9× at 3-5 tokens, 1.2-1.3× at 8).
+constexpr int kYmmLaneMinTokens = 7;
 
 template <int kBlocks>
 struct Walk {
@@ -192,6 +230,7 @@ struct Walk {
   const Weight& bias;
   float* out;
   int64_t out_stride;
+  bool ymm_lanes;  // kYmmLaneMinTokens-8 tokens in 256-bit lanes (Q4FewTokens::kYmmLanes)
 
   // Tokens [token, token + count) (count ≤ kPairTokens) over rows [r, r + kRows).
   template <int kRows>
@@ -270,13 +309,14 @@ struct Walk {
   // Rows [r, r + kRows) unpacked once, then every lane group over them.
   template <int kRows>
   void LaneRows(const Q8TokenLanes& lanes, int64_t token_begin, int64_t token_end, int64_t r,
-                uint8_t* unpacked, int64_t stride) const {
-    UnpackQ4Rows(w, r, kRows, unpacked, stride);
+                bool prefetch) const {
+    const UnpackedQ4Rows unpacked = PrepareLaneRows(w, r, kRows);
     for (int64_t group = 0; group < lanes.groups; ++group) {
       const int64_t token = token_begin + group * Q8TokenLanes::kLanes;
       const int tokens = lanes.tokens_in(group, token_end - token_begin);
       float results[kRows][16];
-      LaneTile<kRows>(lanes, group, xa, token, tokens, unpacked, stride, w, r, results);
+      LaneTile<kRows>(lanes, group, xa, token, tokens, unpacked, w, r, group == 0 && prefetch,
+                      results);
       for (int i = 0; i < kRows; ++i) {
         const float b = bias ? WeightValue(bias, r + i) : 0.0f;
         for (int t = 0; t < tokens; ++t) out[(token + t) * out_stride + r + i] = results[i][t] + b;
@@ -284,20 +324,43 @@ struct Walk {
     }
   }
 
+  // Tokens [token, token + count) (count ≤ 8) in the lanes of 256-bit registers, over rows
+  // [row_begin, row_end) unpacked kLaneRows at a time.
+  void YmmLaneRows(int64_t token, int count, int64_t row_begin, int64_t row_end) const {
+    const int64_t blocks = xa.groups * kBlocks;
+    auto* packed = reinterpret_cast<uint8_t*>(AlignedThreadScratch<YmmTokenLanes>(
+        static_cast<size_t>(blocks * YmmTokenLanes::kBlockBytes)));
+    const YmmTokenLanes lanes = PackYmmTokenLanes(xa, token, count, packed);
+    int64_t r = row_begin;
+    for (; r + kLaneRows <= row_end; r += kLaneRows)
+      YmmLaneTileRows<kLaneRows>(lanes, token, count, r, r + 2 * kLaneRows <= row_end);
+    for (; r < row_end; ++r) YmmLaneTileRows<1>(lanes, token, count, r, false);
+  }
+  template <int kRows>
+  void YmmLaneTileRows(const YmmTokenLanes& lanes, int64_t token, int count, int64_t r,
+                       bool prefetch) const {
+    const UnpackedQ4Rows unpacked = PrepareLaneRows(w, r, kRows);
+    float results[kRows][8];
+    YmmLaneTile<kRows>(lanes, xa, token, count, unpacked, w, r, prefetch, results);
+    for (int i = 0; i < kRows; ++i) {
+      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
+      for (int t = 0; t < count; ++t) out[(token + t) * out_stride + r + i] = results[i][t] + b;
+    }
+  }
+
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
     const int64_t count = token_end - token_begin;
     if (count <= 0 || row_begin >= row_end) return;
+    if (ymm_lanes && count >= kYmmLaneMinTokens && count <= YmmTokenLanes::kLanes)
+      return YmmLaneRows(token_begin, static_cast<int>(count), row_begin, row_end);
     if (count <= kRowTileTokens) return DecodeRows(token_begin, count, row_begin, row_end);
     if (count <= kPairTokens)
       return PairRows<kFewTokenRows>(token_begin, count, row_begin, row_end);
     const Q8TokenLanes lanes = PackQ4TokenLanes(xa, token_begin, token_end);
-    const int64_t stride = Q4UnpackedStride(w);
-    auto* unpacked = reinterpret_cast<uint8_t*>(
-        AlignedThreadScratch<Walk>(static_cast<size_t>(kLaneRows * stride)));
     int64_t r = row_begin;
     for (; r + kLaneRows <= row_end; r += kLaneRows)
-      LaneRows<kLaneRows>(lanes, token_begin, token_end, r, unpacked, stride);
-    for (; r < row_end; ++r) LaneRows<1>(lanes, token_begin, token_end, r, unpacked, stride);
+      LaneRows<kLaneRows>(lanes, token_begin, token_end, r, r + 2 * kLaneRows <= row_end);
+    for (; r < row_end; ++r) LaneRows<1>(lanes, token_begin, token_end, r, false);
   }
 };
 
@@ -331,15 +394,25 @@ void UnpackQ4Rows(const QuantRows& w, int64_t row, int rows, uint8_t* out, int64
   for (int r = 0; r < rows; ++r) {
     const uint8_t* nibbles = w.row(row + r);
     uint8_t* bytes = out + r * stride;
-    for (int64_t b = block_begin; b < blocks; b += 2) {
-      // A last odd block: half the bytes read, half the unpacked ones written.
-      const bool pair = b + 2 <= blocks;
-      const __m512i two = _mm512_permutexvar_epi64(
-          spread,
-          _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(pair ? ~0u : 0xffffu, nibbles + b * 16)));
-      _mm512_mask_storeu_epi8(bytes + (b - block_begin) * kQ4BlockElements,
-                              pair ? ~0ull : 0xffffffffull,
-                              _mm512_and_si512(_mm512_srlv_epi16(two, shifts), low_nibbles));
+    auto unpack = [&](__m256i two_blocks) {
+      return _mm512_and_si512(
+          _mm512_srlv_epi16(_mm512_permutexvar_epi64(spread, _mm512_castsi256_si512(two_blocks)),
+                            shifts),
+          low_nibbles);
+    };
+    int64_t b = block_begin;
+    // Plain loads and stores, no masks: a masked store costs Zen 4 tens of cycles (with one per
+    // pair this loop took 45% of the int4 token-lane products' time there).
+    for (; b + 2 <= blocks; b += 2) {
+      _mm512_storeu_si512(
+          bytes + (b - block_begin) * kQ4BlockElements,
+          unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + b * 16))));
+    }
+    // A last odd block: half the bytes read, half the unpacked ones written.
+    if (b < blocks) {
+      const __m128i one = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + b * 16));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + (b - block_begin) * kQ4BlockElements),
+                          _mm512_castsi512_si256(unpack(_mm256_zextsi128_si256(one))));
     }
   }
 }
@@ -354,17 +427,28 @@ Q8TokenLanes PackQ4TokenLanes(const Q4Activations& xa, int64_t token_begin, int6
   return PackQ8TokenLanes(view, token_end - token_begin, Q8TokenLanes::kLanes, 0);
 }
 
+void MatMulQ4Avx512With(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
+                        const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
+                        int64_t row_begin, int64_t row_end, Q4FewTokens few_tokens) {
+  const bool ymm = few_tokens == Q4FewTokens::kYmmLanes;
+  switch (xa.group_size / kQ4BlockElements) {
+    case 1:
+      return Walk<1>{xa, w, bias, out, out_stride, ymm}.Run(token_begin, token_end, row_begin,
+                                                            row_end);
+    case 2:
+      return Walk<2>{xa, w, bias, out, out_stride, ymm}.Run(token_begin, token_end, row_begin,
+                                                            row_end);
+    default:
+      return Walk<4>{xa, w, bias, out, out_stride, ymm}.Run(token_begin, token_end, row_begin,
+                                                            row_end);
+  }
+}
+
 void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
                     const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
                     int64_t row_begin, int64_t row_end) {
-  switch (xa.group_size / kQ4BlockElements) {
-    case 1:
-      return Walk<1>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
-    case 2:
-      return Walk<2>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
-    default:
-      return Walk<4>{xa, w, bias, out, out_stride}.Run(token_begin, token_end, row_begin, row_end);
-  }
+  MatMulQ4Avx512With(xa, token_begin, token_end, w, bias, out, out_stride, row_begin, row_end,
+                     CurrentQ4FewTokens(xa.group_size));
 }
 
 }  // namespace zinf::cpu

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "cpu/q4_activations.h"
 #include "cpu/q8_token_lanes.h"
@@ -18,6 +19,21 @@ namespace zinf::cpu {
 void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
                     const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
                     int64_t row_begin, int64_t row_end);
+
+// How the kernel takes 7-8 tokens: the 16-row tiles (rows in the lanes, sums reduced across them)
+// or the tokens in the lanes of 256-bit registers (no reduction; cheaper where a 512-bit operation
+// is two 256-bit halves, as on Zen 4). Both give the same bits.
+enum class Q4FewTokens { kRowTiles, kYmmLanes };
+// The setting products use at a group size: pinned by PinQ4FewTokens, else measured once per
+// process and group size (cpu/matmul_q4_avx512_choice.cpp).
+Q4FewTokens CurrentQ4FewTokens(int group_size);
+// Pins a setting for every group size (tests run each); nullopt returns to the measured ones. Not
+// while products run.
+void PinQ4FewTokens(std::optional<Q4FewTokens> setting);
+// MatMulQ4Avx512 with a given setting (what the measurement times).
+void MatMulQ4Avx512With(const Q4Activations& xa, int64_t token_begin, int64_t token_end,
+                        const QuantRows& w, const Weight& bias, float* out, int64_t out_stride,
+                        int64_t row_begin, int64_t row_end, Q4FewTokens few_tokens);
 
 // What this kernel's 16-row tiles take at a group size: at most `tokens`, `tokens_per_pass` at a
 // time over rows still in L1 (the AMX kernel leaves them the token counts they do in few passes).

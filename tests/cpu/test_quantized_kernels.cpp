@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/matmul.h"
+#include "cpu/matmul_q4_avx512.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/q8_activations.h"
 #include "engine/quantized.h"
@@ -307,12 +308,22 @@ TEST_CASE("int4 matmul: the AVX2 kernel equals the portable one bit for bit", "[
   CheckInt4MatMulLevel(cpu::CpuIsa::kAvx2);
 }
 
+// Both ways the AVX-512 kernel takes 7-8 tokens (the AMX kernel hands it few tokens too).
+void CheckInt4MatMulEachFewTokenSetting(cpu::CpuIsa isa) {
+  for (cpu::Q4FewTokens setting : {cpu::Q4FewTokens::kRowTiles, cpu::Q4FewTokens::kYmmLanes}) {
+    INFO((setting == cpu::Q4FewTokens::kYmmLanes ? "256-bit token lanes" : "16-row tiles"));
+    cpu::PinQ4FewTokens(setting);
+    CheckInt4MatMulLevel(isa);
+  }
+  cpu::PinQ4FewTokens(std::nullopt);
+}
+
 TEST_CASE("int4 matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
-  CheckInt4MatMulLevel(cpu::CpuIsa::kAvx512);
+  CheckInt4MatMulEachFewTokenSetting(cpu::CpuIsa::kAvx512);
 }
 
 TEST_CASE("int4 matmul: the AMX kernel equals the portable one bit for bit", "[amx]") {
-  CheckInt4MatMulLevel(cpu::CpuIsa::kAmx);
+  CheckInt4MatMulEachFewTokenSetting(cpu::CpuIsa::kAmx);
 }
 
 namespace {
