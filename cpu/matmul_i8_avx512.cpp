@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/lane_tile_store.h"
 #include "cpu/matmul_i8_avx512_tiles.h"
 #include "cpu/q8_activations.h"
 #include "cpu/q8_token_lanes.h"
@@ -93,12 +94,8 @@ void LaneRows(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
   for (int64_t group = group_begin; group < group_end; ++group) {
     alignas(64) float results[kRows][16];
     i8_avx512::LaneTile<kRows>(lanes, group, w, r, results);
-    const int tokens = lanes.tokens_in(group, num_tokens);
-    for (int i = 0; i < kRows; ++i) {
-      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-      for (int t = 0; t < tokens; ++t)
-        out[(group * kLaneGroupTokens + t) * out_stride + r + i] = results[i][t] + b;
-    }
+    StoreLaneTile<kRows, 16>(results, lanes.tokens_in(group, num_tokens), bias, out, out_stride, r,
+                             group * kLaneGroupTokens);
   }
 }
 

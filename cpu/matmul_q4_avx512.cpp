@@ -15,6 +15,7 @@
 #include <cstring>
 #include <utility>
 
+#include "cpu/lane_tile_store.h"
 #include "cpu/matmul_q4_avx512_tiles.h"
 #include "cpu/matmul_q4_avx512_ymm_lanes.h"
 #include "cpu/reduce_avx512.h"
@@ -317,10 +318,7 @@ struct Walk {
       float results[kRows][16];
       LaneTile<kRows>(lanes, group, xa, token, tokens, unpacked, w, r, group == 0 && prefetch,
                       results);
-      for (int i = 0; i < kRows; ++i) {
-        const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-        for (int t = 0; t < tokens; ++t) out[(token + t) * out_stride + r + i] = results[i][t] + b;
-      }
+      StoreLaneTile<kRows, 16>(results, tokens, bias, out, out_stride, r, token);
     }
   }
 
@@ -342,10 +340,7 @@ struct Walk {
     const UnpackedQ4Rows unpacked = PrepareLaneRows(w, r, kRows);
     float results[kRows][8];
     YmmLaneTile<kRows>(lanes, xa, token, count, unpacked, w, r, prefetch, results);
-    for (int i = 0; i < kRows; ++i) {
-      const float b = bias ? WeightValue(bias, r + i) : 0.0f;
-      for (int t = 0; t < count; ++t) out[(token + t) * out_stride + r + i] = results[i][t] + b;
-    }
+    StoreLaneTile<kRows, 8>(results, count, bias, out, out_stride, r, token);
   }
 
   void Run(int64_t token_begin, int64_t token_end, int64_t row_begin, int64_t row_end) const {
