@@ -6,7 +6,7 @@
 // in the lanes (cpu/q8_token_lanes.h, the AMX B layout) against a dword of unpacked nibbles
 // broadcast per vpdpbusd, which leaves one row's 16 group sums with no reduction. 1-4 tokens take
 // the 16-row tiles of cpu/matmul_q4_avx512_tiles.h; 7-8 tokens, where the start-up probe says so,
-// the 8 token lanes of 256-bit registers (cpu/matmul_q4_avx512_ymm_lanes.h).
+// 8 token lanes of 256-bit registers (both token-lane widths: cpu/matmul_q4_avx512_lanes.h).
 #include "cpu/matmul_q4_avx512.h"
 
 #include <immintrin.h>
@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "cpu/lane_tile_store.h"
+#include "cpu/matmul_q4_avx512_lanes.h"
 #include "cpu/matmul_q4_avx512_tiles.h"
-#include "cpu/matmul_q4_avx512_ymm_lanes.h"
 #include "cpu/reduce_avx512.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
@@ -136,54 +136,6 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
   MinimumChains<kRows, kTokens>(xa, token, w, row, minimums);
   ForEachPairTileLane<kRows, kTokens>(
       acc, [&](int r, int t, float value) { results[r][t] = value + minimums[r][t]; });
-}
-
-// Rows [row, row + kRows) (prepared in `unpacked`) × the tokens of one lane group (16 lanes,
-// `tokens` of them used, the first being `token`); `prefetch`, when set, asks for the next kRows
-// rows.
-template <int kRows>
-void LaneTile(const Q8TokenLanes& lanes, int64_t lane_group, const Q4Activations& xa, int64_t token,
-              int tokens, const UnpackedQ4Rows& unpacked, const QuantRows& w, int64_t row,
-              bool prefetch, float (&results)[kRows][16]) {
-  const auto token_mask = static_cast<__mmask16>((1u << tokens) - 1);
-  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
-  __m512 acc[kRows], minimums[kRows];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) acc[r] = minimums[r] = _mm512_setzero_ps();
-  for (int64_t g = 0; g < xa.groups; ++g) {
-    if (prefetch) {
-      PrefetchRegionShare(w.row(row + kRows), kRows * w.row_bytes, g, xa.groups);
-      PrefetchRegionShare(w.q4_params(row + kRows), kRows * w.groups * 4, g, xa.groups);
-    }
-    __m512i sums[kRows];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
-    for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
-      const std::byte* values = lanes.block(lane_group, b);
-#pragma GCC unroll 8
-      for (int k4 = 0; k4 < 8; ++k4) {
-        const __m512i x = _mm512_load_si512(values + 64 * k4);
-#pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          int32_t nibbles;
-          std::memcpy(&nibbles, unpacked.row(r) + b * kQ4BlockElements + 4 * k4, 4);
-          sums[r] = _mm512_dpbusd_epi32(sums[r], _mm512_set1_epi32(nibbles), x);
-        }
-      }
-    }
-    const __m512 token_scales =
-        _mm512_maskz_loadu_ps(token_mask, xa.scales + g * xa.tokens + token);
-    const __m512 min_factors = _mm512_maskz_loadu_ps(token_mask, xa.group_min_factors(g) + token);
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-      const float* params = unpacked.row_params(r) + 2 * g;
-      const __m512 factors = _mm512_mul_ps(_mm512_set1_ps(params[0]), token_scales);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), factors, acc[r]);
-      minimums[r] = _mm512_fmadd_ps(_mm512_set1_ps(params[1]), min_factors, minimums[r]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(results[r], _mm512_add_ps(acc[r], minimums[r]));
 }
 
 #undef ZINF_Q4_INLINE
@@ -316,8 +268,8 @@ struct Walk {
       const int64_t token = token_begin + group * Q8TokenLanes::kLanes;
       const int tokens = lanes.tokens_in(group, token_end - token_begin);
       float results[kRows][16];
-      LaneTile<kRows>(lanes, group, xa, token, tokens, unpacked, w, r, group == 0 && prefetch,
-                      results);
+      TokenLaneTile<kRows, 16>(lanes.block(group, 0), xa, token, tokens, unpacked, w, r,
+                               group == 0 && prefetch, results);
       StoreLaneTile<kRows, 16>(results, tokens, bias, out, out_stride, r, token);
     }
   }
@@ -326,8 +278,8 @@ struct Walk {
   // [row_begin, row_end) unpacked kLaneRows at a time.
   void YmmLaneRows(int64_t token, int count, int64_t row_begin, int64_t row_end) const {
     const int64_t blocks = xa.groups * kBlocks;
-    auto* packed = reinterpret_cast<uint8_t*>(AlignedThreadScratch<YmmTokenLanes>(
-        static_cast<size_t>(blocks * YmmTokenLanes::kBlockBytes)));
+    std::byte* packed = AlignedThreadScratch<YmmTokenLanes>(
+        static_cast<size_t>(blocks * YmmTokenLanes::kBlockBytes));
     const YmmTokenLanes lanes = PackYmmTokenLanes(xa, token, count, packed);
     int64_t r = row_begin;
     for (; r + kLaneRows <= row_end; r += kLaneRows)
@@ -339,7 +291,7 @@ struct Walk {
                        bool prefetch) const {
     const UnpackedQ4Rows unpacked = PrepareLaneRows(w, r, kRows);
     float results[kRows][8];
-    YmmLaneTile<kRows>(lanes, xa, token, count, unpacked, w, r, prefetch, results);
+    TokenLaneTile<kRows, 8>(lanes.data, xa, token, count, unpacked, w, r, prefetch, results);
     StoreLaneTile<kRows, 8>(results, count, bias, out, out_stride, r, token);
   }
 
