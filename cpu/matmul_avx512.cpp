@@ -147,10 +147,14 @@ inline void PairTile(const float* packed, int64_t chunks, const ChunkSpan& span,
           span.first ? _mm512_setzero_ps() : _mm512_load_ps(span.state + (r * kPairs + p) * 16);
     }
   const float* xp = packed + pair * chunks * 16;  // pair is a multiple of 4
+  const int64_t span_chunks = std::max<int64_t>(1, span.end - span.begin);
+  const int64_t lines_per_chunk = (num_l2_lines + span_chunks - 1) / span_chunks;
   for (int64_t c = span.begin; c < span.end; ++c) {
-    // One line of the next row group per iteration rather than a burst: a burst stalled on fill
-    // buffers that the token-pair prefetches need.
-    if (c - span.begin < num_l2_lines) _mm_prefetch(l2_lines + (c - span.begin) * 64, _MM_HINT_T1);
+    // A few lines of the next row group per iteration (its lines spread over the pass) rather
+    // than a burst: a burst stalled on fill buffers that the token-pair prefetches need.
+    for (int64_t line = (c - span.begin) * lines_per_chunk;
+         line < std::min(num_l2_lines, (c - span.begin + 1) * lines_per_chunk); ++line)
+      _mm_prefetch(l2_lines + line * 64, _MM_HINT_T1);
     __m512 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) wv[r] = BroadcastWeights8<kLoad>(rows, r * row_stride + 8 * c);
@@ -250,8 +254,12 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
   const char* next_rows = static_cast<const char*>(w.data) + (row + kRows) * w.cols * kElementBytes;
   const int64_t next_bytes = kRows * w.cols * kElementBytes;
-  const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes ? next_bytes / 64 : 0;
   const int64_t tiles = std::max<int64_t>(1, (pair_end - pair_begin) / kTilePairs);
+  // A lone tile (up to 8 tokens: decode of a few sequences) reads every weight once per product,
+  // so the whole next group is asked for, spread over its pass: one thread, Zen 4, 1B-shape rows
+  // from DRAM, 8 tokens 15-16 -> 21-23 GB/s, 6 tokens 14-16 -> 18-20, 4 tokens 16-17 -> 17-18.
+  const bool lone_tile = pair_end - pair_begin <= kTilePairs;
+  const int64_t next_lines = next_bytes <= kPrefetchedGroupBytes || lone_tile ? next_bytes / 64 : 0;
   const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
   // Long rows in spans, so that the group's weights stay in L1 while every pair tile passes.
   constexpr int64_t kLoadBytes = kLoad == DType::kF32 ? 4 : 2;
@@ -294,9 +302,11 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
       prefetched += lines;
     }
     if (span_count > 1) span.state = states[tile * kRows * kTilePairs].lanes;
+    // An edge tile alone (fewer than kTilePairs pairs in all) prefetches as a full one would.
+    const int64_t edge_lines = tile == 0 && span.last ? next_lines : 0;
     auto edge = [&]<int kPairs>() {
       RunTile<kLoad, kRows, kPairs>(x, x_stride, num_tokens, packed, chunks, rows, w, bias, out,
-                                    out_stride, row, p, span);
+                                    out_stride, row, p, span, next_rows, edge_lines);
     };
     static_assert(kTilePairs == 4, "the edge cases below cover 1 to 3 pairs");
     switch (pair_end - p) {
