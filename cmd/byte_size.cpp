@@ -1,6 +1,7 @@
-// ParseByteSize and PhysicalMemoryBytes.
+// ParseByteSize, PhysicalMemoryBytes and DefaultCpuMemBytes.
 #include "cmd/byte_size.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -51,15 +52,29 @@ uint64_t ParseByteSize(const std::string& text, const std::string& option_name) 
 
 std::string ByteSizeProblem(const std::string& text) { return ReadByteSize(text).problem; }
 
-uint64_t PhysicalMemoryBytes() {
+namespace {
+
+// A /proc/meminfo field in bytes (0 when absent).
+uint64_t MeminfoBytes(const std::string& field) {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   std::string unit;
   while (meminfo >> key >> kib >> unit) {
-    if (key == "MemTotal:") return kib * 1024;
+    if (key == field) return kib * 1024;
   }
   return 0;
+}
+
+}  // namespace
+
+uint64_t PhysicalMemoryBytes() { return MeminfoBytes("MemTotal:"); }
+
+uint64_t DefaultCpuMemBytes() {
+  const uint64_t total = PhysicalMemoryBytes();
+  const uint64_t available = MeminfoBytes("MemAvailable:");
+  const uint64_t reserve = std::max<uint64_t>(uint64_t{1} << 30, total / 16);
+  return available > reserve ? available - reserve : 0;
 }
 
 }  // namespace zinf::cli

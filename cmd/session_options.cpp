@@ -148,9 +148,11 @@ void AddSessionOptions(CLI::App* command, SessionOptions& options, const Session
               "stream (re-read every step)");
   }
   command
-      ->add_option("--cpu-mem", options.cpu_mem,
-                   "DRAM budget in bytes for weights, staging, KV cache and activations, K/M/G/T "
-                   "suffixes binary, e.g. 24G (default: this machine's memory)")
+      ->add_option(
+          "--cpu-mem", options.cpu_mem,
+          "DRAM budget in bytes for weights, staging, KV cache and activations, K/M/G/T "
+          "suffixes binary, e.g. 24G (default: the memory available at start, less a reserve of "
+          "1/16 of the machine's, at least 1 GiB)")
       ->type_name("SIZE")
       ->check(ByteSizeCheck());
   if (flags.prefetch_depth) {

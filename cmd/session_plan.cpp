@@ -70,7 +70,11 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   if (inputs.backend == BackendKind::kCuda) inputs.gpu_mem_bytes = GpuBudget(options.device);
   const uint64_t physical = PhysicalMemoryBytes();
   inputs.cpu_mem_bytes =
-      options.cpu_mem.empty() ? physical : ParseByteSize(options.cpu_mem, "--cpu-mem");
+      options.cpu_mem.empty() ? DefaultCpuMemBytes() : ParseByteSize(options.cpu_mem, "--cpu-mem");
+  if (options.cpu_mem.empty() && inputs.cpu_mem_bytes == 0) {
+    Fail("could not read the available memory from /proc/meminfo; give a DRAM budget with "
+         "--cpu-mem");
+  }
   if (physical > 0 && inputs.cpu_mem_bytes > physical) {
     spdlog::warn("--cpu-mem {} is more than this machine's {} of memory: a plan that counts on it "
                  "will swap or be killed",
