@@ -72,9 +72,13 @@ uint64_t PhysicalMemoryBytes() { return MeminfoBytes("MemTotal:"); }
 
 uint64_t DefaultCpuMemBytes() {
   const uint64_t total = PhysicalMemoryBytes();
+  // Kernels before 3.14 have no MemAvailable: the total less the reserve is the best guess there.
   const uint64_t available = MeminfoBytes("MemAvailable:");
+  const uint64_t base = available > 0 ? available : total;
   const uint64_t reserve = std::max<uint64_t>(uint64_t{1} << 30, total / 16);
-  return available > reserve ? available - reserve : 0;
+  // Less free than the reserve: half of it, so that a small model still runs and a large one is
+  // refused by the planner with the numbers (a budget of 0 would be refused without them).
+  return base > reserve ? base - reserve : base / 2;
 }
 
 }  // namespace zinf::cli

@@ -20,8 +20,8 @@ uint64_t PhysicalMemoryBytes();
 // The DRAM budget when --cpu-mem is not given: the memory available now (/proc/meminfo's
 // MemAvailable: free plus reclaimable page cache) less a reserve for the kernel, the process's own
 // allocations beyond the plan and what other processes grow into — max(1 GiB, 1/16 of the
-// physical memory). A plan sized to all of MemTotal was OOM-killed (23.1 of 23.5 GiB planned).
-// 0 when /proc/meminfo is unreadable.
+// physical memory; half of what is available when that is less). A plan sized to all of MemTotal
+// was OOM-killed (23.1 of 23.5 GiB planned). 0 when /proc/meminfo is unreadable.
 uint64_t DefaultCpuMemBytes();
 
 }  // namespace zinf::cli
