@@ -29,7 +29,8 @@ constexpr int kTilePairs = 4;
 // 768 x 768: 112 -> 136-142 GFLOP/s; 2 and 8 ahead were slower than 4).
 constexpr int kPairChunksAhead = 4;
 // Larger next row groups are left to the hardware: prefetching them into L2 evicted token pairs
-// (1.1B shape: 6% slower) where smaller ones gained (110M: 4%).
+// (1.1B shape: 6% slower) where smaller ones gained (110M: 4%). A lone pair tile's products (up to
+// 8 tokens: few pairs to evict) ask for the next group whatever its size (RunRowGroup).
 constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
 // (cpu/tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape

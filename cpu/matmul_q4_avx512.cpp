@@ -138,15 +138,8 @@ void PairTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_
       acc, [&](int r, int t, float value) { results[r][t] = value + minimums[r][t]; });
 }
 
-#undef ZINF_Q4_INLINE
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-
 // count f16 values to floats (F16C converts what F16ToF32 would).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx2,f16c,avx512f"))) void WidenF16(const uint16_t* values, int64_t count,
-                                                           float* out) {
+void WidenF16(const uint16_t* values, int64_t count, float* out) {
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
     _mm512_storeu_ps(
@@ -154,7 +147,10 @@ __attribute__((target("avx2,f16c,avx512f"))) void WidenF16(const uint16_t* value
   }
   for (; i < count; ++i) out[i] = _cvtsh_ss(values[i]);
 }
+
+#undef ZINF_Q4_INLINE
 #pragma GCC diagnostic pop
+#pragma GCC pop_options
 
 // Rows [row, row + rows) (at most kLaneRows) prepared for the token-lane tiles, in buffers owned by
 // the calling thread (valid until its next call): nibbles unpacked, parameters widened to floats.
