@@ -9,6 +9,7 @@
 
 #include "cpu/dot.h"
 #include "cpu/exp.h"
+#include "cpu/kv_prefetch.h"
 #include "cpu/reduce_avx2.h"
 
 namespace zinf::cpu {
@@ -55,8 +56,11 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
                    float scale, float* scores) {
   const int body = head_dim / 8 * 8;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  const int64_t head_bytes = head_dim * KvElementBytes(keys);
   int j = 0;
   for (; j + 8 <= num_keys; j += 8) {
+    for (int i = 0; i < 8; ++i)
+      PrefetchKv(keys, KvRowAhead(keys, j + i, num_keys, head_offset), head_bytes);
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -158,6 +162,8 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
     for (int j = 0; j < num_keys; ++j) {
       const __m256 w = _mm256_set1_ps(weights[j] * values.scale(j, kv_head));
       const int64_t at = j * values.row_stride + head_offset + d0;
+      PrefetchKv(values, KvRowAhead(values, j, num_keys, head_offset + d0),
+                 8 * chunks * KvElementBytes(values));
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         if (c < chunks) acc[c] = _mm256_fmadd_ps(w, LoadKv8(values, at + 8 * c), acc[c]);

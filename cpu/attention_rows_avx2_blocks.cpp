@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/kv_prefetch.h"
 #include "cpu/reduce_avx2.h"
 
 namespace zinf::cpu {
@@ -110,9 +111,13 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
       tiles[g].q[b] = block.query + q * block.query_stride;
     }
   }
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  const int64_t head_bytes = head_dim * KvElementBytes(keys);
   for (int j = 0; j <= last_key; j += kTileKeys) {
     int key[kTileKeys];
     int64_t at[kTileKeys];
+    for (int e = 0; e < kTileKeys; ++e)
+      PrefetchKv(keys, KvRowAhead(keys, j + e, last_key + 1, head_offset), head_bytes);
     for (int e = 0; e < kTileKeys; ++e) {
       key[e] = std::min(j + e, last_key);
       at[e] = key[e] * keys.row_stride + static_cast<int64_t>(kv_head) * head_dim;
@@ -133,11 +138,13 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
 }
 
 // Accumulates value row j (kChunks · 8 dims from `at`) into a group's queries: all of them, or
-// (kAll false) those whose keys reach past j. w[b][j] is already the weight times the row's scale.
+// (kAll false) those whose keys reach past j; requests the same dims `ahead` elements on. w[b][j]
+// is already the weight times the row's scale.
 template <bool kInt8, bool kAll, int kChunks>
 inline void AddValueRow(const float* const (&w)[kGroup], const int (&num_keys)[kGroup],
-                        const KvRows& values, int j, int64_t at,
+                        const KvRows& values, int j, int64_t at, int64_t ahead,
                         __m256 (&acc)[kGroup][kValueChunks]) {
+  PrefetchKv(values, at + ahead, 8 * kChunks * (kInt8 ? 1 : 4));
   __m256 v[kChunks];
 #pragma GCC unroll 2
   for (int c = 0; c < kChunks; ++c) v[c] = LoadKv8<kInt8>(values, at + 8 * c);
@@ -163,14 +170,16 @@ inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kG
   for (int b = 0; b < kGroup; ++b)
 #pragma GCC unroll 2
     for (int c = 0; c < kValueChunks; ++c) acc[b][c] = _mm256_setzero_ps();
+  const int last = num_keys[kGroup - 1];
+  auto ahead = [&](int j) { return KvRowAhead(values, j, last, 0) - j * values.row_stride; };
   int j = 0;
   for (; j < num_keys[0]; ++j) {
     AddValueRow<kInt8, true, kChunks>(w, num_keys, values, j,
-                                      j * values.row_stride + head_offset + d0, acc);
+                                      j * values.row_stride + head_offset + d0, ahead(j), acc);
   }
-  for (; j < num_keys[kGroup - 1]; ++j) {
+  for (; j < last; ++j) {
     AddValueRow<kInt8, false, kChunks>(w, num_keys, values, j,
-                                       j * values.row_stride + head_offset + d0, acc);
+                                       j * values.row_stride + head_offset + d0, ahead(j), acc);
   }
   // Unrolled with a constant bound: indexing acc by a run-time query would keep it in memory.
 #pragma GCC unroll 4

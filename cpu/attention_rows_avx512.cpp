@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/kv_prefetch.h"
+
 namespace zinf::cpu {
 
 namespace {
@@ -170,7 +172,11 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
                 int64_t score_stride) {
   const int chunks = block.head_dim / 8;
   const float* packed = PackQueryPairs(block, chunks);
+  const int64_t head_bytes = block.head_dim * KvElementBytes(keys);
+  const int64_t head_offset = static_cast<int64_t>(block.kv_head) * block.head_dim;
   for (int j = 0; j < block.last_num_keys(); j += kTileKeys) {
+    for (int e = 0; e < kTileKeys; ++e)
+      PrefetchKv(keys, KvRowAhead(keys, j + e, block.last_num_keys(), head_offset), head_bytes);
     const KeyTile tile = MakeKeyTile(block, keys, j);
     __m512 acc[kTileKeys][kPairs];
     ScoreTile<kInt8>(packed, chunks, keys, tile, acc);
@@ -195,12 +201,14 @@ inline __m512 LoadValues16(const KvRows& values, int64_t at, __mmask16 mask) {
 }
 
 // Accumulates value row j (dims from `at`) into the block's queries: all of them, or (kAll false)
-// those whose keys reach past j.
+// those whose keys reach past j; requests the same dims `ahead` elements on.
 template <bool kInt8, bool kAll>
 inline void AddValueRow(const float* const (&weights)[kAttentionBlockQueries],
                         const int (&num_keys)[kAttentionBlockQueries], const KvRows& values,
-                        int kv_head, int j, int64_t at, const __mmask16 (&masks)[kValueVectors],
+                        int kv_head, int j, int64_t at, int64_t ahead,
+                        const __mmask16 (&masks)[kValueVectors],
                         __m512 (&acc)[kAttentionBlockQueries][kValueVectors]) {
+  PrefetchKv(values, at + ahead, 16 * kValueVectors * (kInt8 ? 1 : 4));
   __m512 v[kValueVectors];
 #pragma GCC unroll 8
   for (int c = 0; c < kValueVectors; ++c) v[c] = LoadValues16<kInt8>(values, at + 16 * c, masks[c]);
@@ -228,6 +236,8 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   }
   const int kv_head = block.kv_head, head_dim = block.head_dim;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  const int last = num_keys[kAttentionBlockQueries - 1];
+  auto ahead = [&](int j) { return KvRowAhead(values, j, last, 0) - j * values.row_stride; };
   for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueVectors) {
     __mmask16 masks[kValueVectors];
     for (int c = 0; c < kValueVectors; ++c) {
@@ -245,11 +255,11 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
     int j = 0;
     for (; j < num_keys[0]; ++j) {
       AddValueRow<kInt8, true>(w, num_keys, values, kv_head, j,
-                               j * values.row_stride + head_offset + d0, masks, acc);
+                               j * values.row_stride + head_offset + d0, ahead(j), masks, acc);
     }
-    for (; j < num_keys[kAttentionBlockQueries - 1]; ++j) {
+    for (; j < last; ++j) {
       AddValueRow<kInt8, false>(w, num_keys, values, kv_head, j,
-                                j * values.row_stride + head_offset + d0, masks, acc);
+                                j * values.row_stride + head_offset + d0, ahead(j), masks, acc);
     }
     // Unrolled with a constant bound: indexing acc by a run-time query would keep it in memory.
 #pragma GCC unroll 8
