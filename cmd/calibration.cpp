@@ -110,6 +110,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.compute_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kF32);
   rates.int8_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kI8);
   rates.int4_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kQ4);
+  rates.cpu_attention_gflops = cpu::MeasureAttentionGflops(num_threads);
   rates.host_sample_seconds_per_logit = GreedyPickSecondsPerLogit();
   rates.measured = true;
   // A GPU's rates too, where there is one: streamed plans are bound by its link.
@@ -120,14 +121,14 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                  "bf16 matrix products {:.0f} TFLOP/s; {}",
                  rates.h2d_gbps, rates.device_gbps, rates.device_tflops, GpuKernelCosts(rates));
   }
-  spdlog::info("calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
-               "{:.1f}-{:.1f}), compute {:.1f} GFLOP/s (int8 weights {:.1f}, int4 {:.1f}; {} "
-               "threads), greedy picks {:.2f} ns per logit -> {}",
-               rates.disk_read_gbps, file,
-               disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached", rates.dram_read_gbps,
-               dram.passes, dram.min_gbps, dram.max_gbps, rates.compute_gflops, rates.int8_gflops,
-               rates.int4_gflops, num_threads, rates.host_sample_seconds_per_logit * 1e9,
-               cache.string());
+  spdlog::info(
+      "calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
+      "{:.1f}-{:.1f}), compute {:.1f} GFLOP/s (int8 weights {:.1f}, int4 {:.1f}, attention "
+      "{:.1f}; {} threads), greedy picks {:.2f} ns per logit -> {}",
+      rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
+      rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps, rates.compute_gflops,
+      rates.int8_gflops, rates.int4_gflops, rates.cpu_attention_gflops, num_threads,
+      rates.host_sample_seconds_per_logit * 1e9, cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
                          {"dram_read_spread_gbps", {dram.min_gbps, dram.max_gbps}},
@@ -135,6 +136,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                          {"compute_gflops", rates.compute_gflops},
                          {"int8_gflops", rates.int8_gflops},
                          {"int4_gflops", rates.int4_gflops},
+                         {"cpu_attention_gflops", rates.cpu_attention_gflops},
                          {"host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit},
                          {"threads", num_threads},
                          {"disk_probe_file", file},
@@ -165,6 +167,7 @@ std::optional<Bandwidths> LoadCalibration() {
     // Caches from before the integer kernels were measured hold none: the float rate stands in.
     rates.int8_gflops = json.value("int8_gflops", 0.0);
     rates.int4_gflops = json.value("int4_gflops", 0.0);
+    rates.cpu_attention_gflops = json.value("cpu_attention_gflops", 0.0);
     // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions, and
     // one from before the kernels' costs were timed leaves those.
     for (const auto& [key, field] : kGpuRates) rates.*field = json.value(key, rates.*field);

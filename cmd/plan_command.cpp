@@ -5,19 +5,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "cmd/commands.h"
 #include "cmd/flag_checks.h"
+#include "cmd/job_context.h"
 #include "cmd/plan_json.h"
 #include "cmd/prompt_file.h"
 #include "cmd/session_plan.h"
 #include "engine/byte_units.h"
 #include "engine/error.h"
 #include "engine/planner/planner.h"
+#include "engine/request.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/canonical_tensors.h"
+#include "model_formats/checkpoint_chat_template.h"
 #include "model_formats/extent_layout.h"
 #include "model_formats/hf_config.h"
+#include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {
@@ -31,6 +36,9 @@ struct PlanOptions {
   std::string json_path;
   std::string prompts;
   std::string shard;  // --shard K/N
+  // What generate would run the prompts with: their context is read off them as it reads it.
+  int max_new_tokens = Request{}.max_new_tokens;
+  std::string chat_template = "auto";
   SessionOptions session;
 };
 
@@ -157,14 +165,17 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
   } else {
     fmt::print(
         "rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s (int8 weights "
-        "{:.0f}, int4 {:.0f}) ({})\n",
+        "{:.0f}, int4 {:.0f}, attention {:.0f}) ({})\n",
         bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops, bw.GflopsFor(DType::kI8),
-        bw.GflopsFor(DType::kQ4),
+        bw.GflopsFor(DType::kQ4), bw.CpuAttentionGflops(),
         bw.measured ? "measured by zinf calibrate"
                     : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
-    fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s\n",
+    fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s, "
+               "then attention {:.3f} s (over {} positions a sequence)\n",
                plan.io_seconds_per_step, plan.memory_seconds_per_step,
-               plan.compute_seconds_per_step);
+               plan.compute_seconds_per_step, plan.cpu_attention_seconds_per_step,
+               inputs.workload.mean_context > 0 ? inputs.workload.mean_context
+                                                : inputs.workload.max_context);
   }
   fmt::print("predicted  {} tokens/s decode, {}-bound\n", FormatRate(plan.predicted_tokens_per_s),
              BoundName(plan.bound));
@@ -189,10 +200,19 @@ void RunPlan(const PlanOptions& options) {
     if (!options.shard.empty() && options.shard != "none") {
       prompt_options.shard = ParseShard(options.shard);
     }
-    PromptFileReader reader(options.prompts, prompt_options);
-    size_t requests = 0;
-    while (reader.Next()) ++requests;
-    session.max_auto_batch = MaxAutoBatchFor(requests);
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
+    const formats::ChatTemplates chat_templates =
+        options.model_dir.empty()
+            ? formats::ChatTemplates::Load("none", {})
+            : formats::ChatTemplates::Load(options.chat_template, options.model_dir);
+    Request defaults;
+    defaults.max_new_tokens = options.max_new_tokens;
+    const JobContext job = MeasureJobContext(options.prompts, prompt_options, nullptr,
+                                             tokenizer.get(), chat_templates, defaults);
+    session.max_auto_batch = MaxAutoBatchFor(static_cast<size_t>(job.entries));
+    ApplyJobContext(job, session);
+    if (job.requests > 0) fmt::print("job        {}\n", DescribeJobContext(job, options.session));
   }
   const SessionPlan planned = PlanSession(checkpoint, session);
   if (!planned.batch_choice.empty()) fmt::print("{}\n", planned.batch_choice);
@@ -223,6 +243,16 @@ void AddPlanCommand(CLI::App& app) {
       ->add_option("--shard", options->shard,
                    "K/N: count only shard K of N of --prompts, as generate --shard runs it")
       ->check(ShardCheck());
+  command
+      ->add_option("--max-new-tokens", options->max_new_tokens,
+                   "with --prompts: generate's --max-new-tokens, which with each prompt's length "
+                   "sizes the KV cache and the attention time as generate does")
+      ->capture_default_str()
+      ->check(SettingCheck(RequestSetting::kMaxNewTokens));
+  command
+      ->add_option("--chat-template", options->chat_template,
+                   "with --prompts: generate's --chat-template, rendering \"messages\" prompts")
+      ->capture_default_str();
   // generate's defaults, batch size and context included: the plan printed is the plan run.
   AddSessionOptions(command, options->session);
   RateOverrides& rates = options->session.rates;

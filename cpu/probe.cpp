@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "cpu/attention.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
 #include "engine/error.h"
@@ -169,6 +171,45 @@ double MeasureMatmulGflops(int num_threads, DType weights) {
   w.data = bytes.data();
   const double seconds = BestSeconds(3, [&] { backend.MatMul(x, w, {}, out); });
   return 2.0 * kTokens * kDim * kDim / seconds / 1e9;
+}
+
+double MeasureAttentionGflops(int num_threads) {
+  constexpr int kSequences = 16, kContext = 1024, kHeads = 32, kKvHeads = 8, kHeadDim = 128;
+  constexpr int64_t kQDim = kHeads * kHeadDim, kKvDim = kKvHeads * kHeadDim;
+  ThreadPool pool(num_threads);
+  // Varied values, so the softmax weights are not all alike; first touched by the pool's threads
+  // in the order they attend, as a real cache is filled by the steps that computed it.
+  const int64_t slot_floats = int64_t{kContext} * kKvDim;
+  std::unique_ptr<float[]> keys(new float[kSequences * slot_floats]);
+  std::unique_ptr<float[]> values(new float[kSequences * slot_floats]);
+  pool.ParallelFor(kSequences, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * slot_floats; i < end * slot_floats; ++i) {
+      keys[i] = 0.01f * static_cast<float>(i % 97 - 48);
+      values[i] = 0.02f * static_cast<float>(i % 89 - 44);
+    }
+  });
+  std::vector<float> queries(kSequences * kQDim), out(kSequences * kQDim);
+  for (size_t i = 0; i < queries.size(); ++i) queries[i] = 0.03f * static_cast<float>(i % 31 - 15);
+  std::vector<SequenceChunk> chunks(kSequences);
+  for (int s = 0; s < kSequences; ++s) chunks[s] = {s, kContext - 1, 1, s};
+  auto slot_rows = [&](const float* base, int slot) {
+    KvRows rows;
+    rows.f32 = base + slot * slot_floats;
+    rows.row_stride = kKvDim;
+    rows.num_kv_heads = kKvHeads;
+    return rows;
+  };
+  AttentionArgs args;
+  args.chunks = chunks;
+  args.q = queries.data();
+  args.q_stride = kQDim;
+  args.out = out.data();
+  args.out_stride = kQDim;
+  args.shape = {kHeads, kKvHeads, kHeadDim, 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
+  args.k_slot = [&](int slot) { return slot_rows(keys.get(), slot); };
+  args.v_slot = [&](int slot) { return slot_rows(values.get(), slot); };
+  const double seconds = BestSeconds(3, [&] { CausalAttention(pool, args); });
+  return 4.0 * kSequences * kHeads * kContext * kHeadDim / seconds / 1e9;
 }
 
 }  // namespace zinf::cpu

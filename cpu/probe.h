@@ -27,4 +27,10 @@ inline constexpr int kDramProbeVersion = 2;
 // `weights` (f32, int8, or int4 in groups of 64); best of 3.
 double MeasureMatmulGflops(int num_threads, DType weights = DType::kF32);
 
+// The CPU backend's attention rate in decode steps: 16 sequences, one query token each, over
+// 1024 positions of an f32 KV cache in DRAM (128 MiB), 32 query heads sharing 8 KV heads of 128
+// dimensions (Llama-2-70B's and Llama-3's grouping); 4 · head_dim FLOPs per query head and key
+// (the scores and the weighted values). Best of 3.
+double MeasureAttentionGflops(int num_threads);
+
 }  // namespace zinf::cpu

@@ -97,11 +97,13 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
           ? std::max(attended_share * static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),
                      DeviceAttentionSeconds(checkpoint.config, batch, attended, bw))
           : 0.0;
-  // An offloaded KV cache is read whole from DRAM by the CPU's attention every step (upper
-  // bound: full contexts). It runs in the compute stream's order, so it adds to the GPU's own
-  // time, while the copy stream and the disk go on streaming the next layers.
+  // An offloaded KV cache is attended by the CPU, as the CPU backend attends. That runs in the
+  // compute stream's order, so it adds to the GPU's own time, while the copy stream and the disk
+  // go on streaming the next layers.
   plan.cpu_attention_seconds_per_step =
-      plan.kv_tier == Tier::kDram ? plan.kv_bytes / (bw.dram_read_gbps * 1e9) : 0.0;
+      plan.kv_tier == Tier::kDram
+          ? planner_detail::CpuAttentionSeconds(checkpoint.config, workload, plan.kv_bytes, bw)
+          : 0.0;
   // The compute stream runs its kernels one after another: the GEMMs (as long as the slower of
   // their reads and their arithmetic), the fixed costs, attention, dequantisation and the CPU's
   // work all add up; the largest names the stream's bound.

@@ -46,6 +46,9 @@ struct Bandwidths {
   // The same with int8 and int4 weights, whose integer kernels run at other rates (0: as floats).
   double int8_gflops = 0;
   double int4_gflops = 0;
+  // The CPU backend's attention arithmetic in decode steps, over a KV cache in DRAM (0: a
+  // quarter of compute_gflops, near what calibrate measures on AVX-512 machines).
+  double cpu_attention_gflops = 0;
   double device_gbps = 3000.0;   // device-memory reads (CUDA; H100 HBM3 ≈ 3,350 peak)
   double device_tflops = 400.0;  // device bf16 matmul rate (CUDA; H100 ≈ 990 peak dense)
   // What a CUDA decode step's kernels cost beyond bytes and arithmetic, which the one stream runs
@@ -68,6 +71,9 @@ struct Bandwidths {
                              : weights == DType::kQ4 ? int4_gflops
                                                      : 0.0;
     return quantized > 0 ? quantized : compute_gflops;
+  }
+  double CpuAttentionGflops() const {
+    return cpu_attention_gflops > 0 ? cpu_attention_gflops : compute_gflops / 4;
   }
 };
 
@@ -130,7 +136,8 @@ struct Plan {
   uint64_t scratch_bytes = 0;      // GEMM casts, dequantised matrices, cuBLAS workspace, tables
   uint64_t device_bytes = 0;       // the device pool: CudaMemoryFor(...).total()
   double h2d_seconds_per_step = 0;
-  double cpu_attention_seconds_per_step = 0;  // CUDA, --kv-offload cpu: the CPU reading the cache
+  // The CPU's attention over a KV cache in DRAM: the CPU backend's, or CUDA's --kv-offload cpu.
+  double cpu_attention_seconds_per_step = 0;
   // CUDA: the kernels' fixed costs, attention over the device's cache, and dequantisation.
   double launch_seconds_per_step = 0;
   double gpu_attention_seconds_per_step = 0;
@@ -140,8 +147,9 @@ struct Plan {
   // the device does not hold, and the DRAM its buffers for them take.
   double cpu_experts_seconds_per_step = 0;
   uint64_t host_expert_activation_bytes = 0;
-  // Decode-step prediction: the step takes as long as the slowest of reading the streamed
-  // extents, reading every weight from memory, and the arithmetic; tokens/s = batch / step.
+  // Decode-step prediction, CPU: the step takes as long as the slower of reading the streamed
+  // extents and the layers' work: the products (reading every weight from memory or their
+  // arithmetic, whichever is slower), then attention; tokens/s = batch / step.
   double io_seconds_per_step = 0;
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;

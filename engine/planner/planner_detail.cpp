@@ -211,6 +211,16 @@ double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidt
   return seconds;
 }
 
+double CpuAttentionSeconds(const ModelConfig& config, const Workload& workload, uint64_t kv_bytes,
+                           const Bandwidths& rates) {
+  const int attended = workload.mean_context > 0 ? workload.mean_context : workload.max_context;
+  const double share = static_cast<double>(attended) / std::max(workload.max_context, attended);
+  const double flops = 4.0 * std::max(workload.batch_size, 1) * config.num_layers *
+                       config.num_heads * static_cast<double>(attended) * config.head_dim;
+  return std::max(share * static_cast<double>(kv_bytes) / (rates.dram_read_gbps * 1e9),
+                  flops / (rates.CpuAttentionGflops() * 1e9));
+}
+
 HostExperts HostExpertWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
                            const Placement& placement, int tokens, const Bandwidths& rates) {
   HostExperts work;

@@ -84,6 +84,14 @@ DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* r
 // tokens FLOPs (an expert's: × k/E, the share of tokens routed to it) at its dtype's kernel rate.
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
 
+// Seconds the CPU takes per decode step to attend over a KV cache of `kv_bytes` in DRAM sized
+// for the workload's max_context: each of the batch's rows' query heads over its mean_context
+// keys (max_context when 0) in every layer, 4 · head_dim FLOPs per head and key (the scores and
+// the weighted values) at the calibrated attention rate, or reading the attended share of the
+// cache, whichever is slower.
+double CpuAttentionSeconds(const ModelConfig& config, const Workload& workload, uint64_t kv_bytes,
+                           const Bandwidths& rates);
+
 // CUDA, host_computes_experts: per step, the bytes of the experts the CPU computes (those not
 // on the device) a step is expected to use, and the seconds the CPU takes for them: reading those
 // bytes from DRAM or their products (k/E of the tokens each), whichever is slower.

@@ -143,6 +143,42 @@ TEST_CASE("planner: products run at the rate of their weights' kernel") {
         Approx(2 * 64 * (float_elements / 100e9 + int8_elements / 400e9)));
 }
 
+TEST_CASE("planner: CPU attention follows the products, over the positions attended") {
+  // Attention reads each sequence's cache after the layer's products: its time adds to theirs.
+  // It is the slower of reading the attended share of the cache and its arithmetic, 4 · head_dim
+  // FLOPs per query head and key.
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  const ModelConfig& config = model.config;
+  PlannerInputs inputs = Inputs(model, 64 * kGiB);
+  inputs.workload.batch_size = 16;
+  inputs.workload.max_context = 2048;
+  inputs.bandwidths.dram_read_gbps = 20;
+  inputs.bandwidths.compute_gflops = 400;
+  inputs.bandwidths.cpu_attention_gflops = 50;
+  const auto flops = [&](int attended) {
+    return 4.0 * 16 * config.num_layers * config.num_heads * attended * config.head_dim;
+  };
+  for (const int mean : {0, 512, 2048}) {
+    INFO("mean context " << mean);
+    inputs.workload.mean_context = mean;
+    const Plan plan = MakePlan(inputs);
+    const int attended = mean > 0 ? mean : 2048;
+    const double expected = std::max(static_cast<double>(plan.kv_bytes) * attended / 2048 / 20e9,
+                                     flops(attended) / 50e9);
+    CHECK(plan.cpu_attention_seconds_per_step == Approx(expected));
+    const double products = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+    CHECK(plan.predicted_tokens_per_s == Approx(16 / (products + expected)));
+  }
+  // Its arithmetic at a rate too low to hide: attention binds.
+  inputs.workload.mean_context = 0;
+  inputs.bandwidths.cpu_attention_gflops = 1;
+  CHECK(MakePlan(inputs).bound == Bound::kCpuAttention);
+  // Uncalibrated, a quarter of the float rate stands in.
+  inputs.bandwidths.cpu_attention_gflops = 0;
+  inputs.bandwidths.dram_read_gbps = 1e6;  // the arithmetic is the slower part
+  CHECK(MakePlan(inputs).cpu_attention_seconds_per_step == Approx(flops(2048) / 100e9));
+}
+
 TEST_CASE("planner: two large extents beside small layers are kept together, shrinking the ring") {
   // llama-110m in f32: embeddings and head 93.8 MiB each, twelve layers of 27.0 MiB. Kept one
   // at a time, the first of the two large extents never fits, since the other, still streamed,
