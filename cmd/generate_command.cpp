@@ -18,6 +18,7 @@
 #include "cmd/flag_checks.h"
 #include "cmd/generate_progress.h"
 #include "cmd/interrupt.h"
+#include "cmd/job_context.h"
 #include "cmd/plan_json.h"
 #include "cmd/prompt_file.h"
 #include "cmd/request_feed.h"
@@ -158,6 +159,10 @@ void RunGenerate(GenerateOptions options) {
   }
   SessionOptions session_options = options.session;
   session_options.max_auto_batch = MaxAutoBatchFor(to_do);
+  const JobContext job = MeasureJobContext(options.prompts, prompt_options, &output,
+                                           tokenizer.get(), chat_templates, options.defaults);
+  ApplyJobContext(job, session_options);
+  if (job.requests > 0) spdlog::info("{}", DescribeJobContext(job, options.session));
   std::unique_ptr<FaultInjector> faults_injected;
   Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
   if (!faults.empty()) {

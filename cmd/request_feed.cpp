@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cmd/chat_prompt_ids.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -62,21 +63,12 @@ std::optional<std::vector<TokenId>> RequestFeed::ChatPromptIds(const PromptEntry
                          entry.line);
     return std::nullopt;
   }
-  formats::ChatTemplateInputs inputs;
-  inputs.messages = entry.chat->messages;
-  inputs.tools = entry.chat->tools;
-  inputs.kwargs = entry.chat->kwargs;
-  inputs.add_generation_prompt = true;
-  std::string prompt;
   try {
-    prompt = chat_template->Render(inputs);
+    return cli::ChatPromptIds(*entry.chat, *chat_template, *tokenizer_);
   } catch (const Error& error) {
     WriteError(entry, fmt::format("chat template: {}", error.what()));
     return std::nullopt;
   }
-  // The template wrote the special tokens (BOS and the turn markers) itself: adding them again
-  // would give the model a prompt it was never trained on. transformers encodes the same way.
-  return tokenizer_->Encode(prompt, /*add_special=*/false);
 }
 
 void RequestFeed::WriteError(const PromptEntry& entry, const std::string& message) {

@@ -41,6 +41,9 @@ struct SessionOptions {
   int batch_size = 0;  // 0: auto — the planner's best under the budget, at most max_auto_batch
   int max_auto_batch = 256;
   int max_context = 0;  // 0: the model's max_position_embeddings, at most kDefaultMaxContext
+  // generate: the positions its longest request needs (prompt + max_new_tokens); without
+  // --max-context the cache holds that many when it is fewer than the default's (0: unknown).
+  int job_context = 0;
   // Positions a decode step's rows attend over on average, for the planner's attention time
   // (bench knows it from the prompt and generation lengths); 0: max_context, an upper bound.
   int mean_context = 0;

@@ -55,6 +55,9 @@ ModelLimits LimitsFor(const Checkpoint& checkpoint, const SessionOptions& option
   limits.max_context = options.max_context > 0 ? options.max_context
                                                : std::min(checkpoint.config.max_position_embeddings,
                                                           kDefaultMaxContext);
+  // A request longer than that default still stops there, as without knowing the job.
+  if (options.max_context == 0 && options.job_context > 0)
+    limits.max_context = std::min(limits.max_context, options.job_context);
   limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
   limits.max_logit_rows = options.logit_rows_per_step;
   limits.micro_batch_tokens = options.micro_batch_tokens;

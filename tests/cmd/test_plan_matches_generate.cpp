@@ -31,8 +31,8 @@ TEST_CASE("zinf plan and zinf generate choose the same placement, batch and pref
     for (const std::string& flag : flags) shown += " " + flag;
     INFO("flags:" << shown);
     std::vector<std::string> plan_args = {
-        "plan",  "--model", ConvertedStories260KDir(), "--prompts",
-        prompts, "--json",  dir + "/plan.json"};
+        "plan",   "--model",          ConvertedStories260KDir(), "--prompts", prompts,
+        "--json", dir + "/plan.json", "--max-new-tokens",        "4"};
     plan_args.insert(plan_args.end(), flags.begin(), flags.end());
     const CliResult planned = RunZinf(plan_args);
     INFO(planned.err);
@@ -84,8 +84,9 @@ TEST_CASE("zinf plan and zinf generate print the same plan line with their defau
     std::string shown;
     for (const std::string& flag : flags) shown += " " + flag;
     INFO("flags:" << shown);
-    std::vector<std::string> plan_args = {"plan", "--model", ConvertedStories260KDir(), "--prompts",
-                                          prompts};
+    std::vector<std::string> plan_args = {"plan",      "--model", ConvertedStories260KDir(),
+                                          "--prompts", prompts,   "--max-new-tokens",
+                                          "2"};
     plan_args.insert(plan_args.end(), flags.begin(), flags.end());
     const CliResult planned = RunZinf(plan_args);
     INFO(planned.err);
@@ -113,6 +114,50 @@ TEST_CASE("a context beyond the model's training and a --cpu-mem beyond the mach
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.find("--max-context 1024 is beyond the 512 positions") != std::string::npos);
   CHECK(result.err.find("--cpu-mem 8.00 TiB is more than this machine's") != std::string::npos);
+}
+
+TEST_CASE("generate and plan size the KV cache to the job's longest request, not the model's") {
+  // Prompts of 3 and 7 tokens with 5 new tokens each, and one of 2 with 20 of its own: the longest
+  // needs 22 positions; decode steps attend over (5·5.5 + 5·9.5 + 20·12) / 30 = 10.5 on average.
+  const std::string dir = MakeTempDir("cli-job-context");
+  const std::string prompts = dir + "/prompts.jsonl";
+  WriteFile(prompts, "{\"id\": 1, \"prompt_ids\": [1, 403, 404]}\n"
+                     "{\"id\": 2, \"prompt_ids\": [1, 403, 404, 405, 406, 407, 408]}\n"
+                     "{\"id\": 3, \"prompt_ids\": [1, 403], \"max_new_tokens\": 20}\n");
+  const auto generate = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "generate", "--model", ConvertedStories260KDir(), "--prompts", prompts,
+        "--out",    out,       "--max-new-tokens",        "5"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult result = RunZinf(args);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    return result;
+  };
+  const CliResult sized = generate(dir + "/sized.jsonl", {});
+  CHECK_THAT(sized.err, Catch::Contains("3 requests need up to 22 positions"));
+  CHECK_THAT(sized.err, Catch::Contains("attend over 11 on average"));
+  CHECK_THAT(sized.err, Catch::Contains("context 22"));
+  // Every request runs as in the model's whole context: the same tokens, the same ends.
+  const CliResult whole = generate(dir + "/whole.jsonl", {"--max-context", "512"});
+  CHECK_THAT(whole.err, Catch::Contains("context 512"));
+  const auto results = [&](const std::string& path) {
+    std::vector<nlohmann::json> lines;
+    for (const std::string& line : Lines(ReadFile(path))) {
+      nlohmann::json object = nlohmann::json::parse(line);
+      lines.push_back({object["id"], object["token_ids"], object["finish_reason"]});
+    }
+    return lines;
+  };
+  CHECK(results(dir + "/sized.jsonl") == results(dir + "/whole.jsonl"));
+  CHECK(results(dir + "/sized.jsonl").size() == 3);
+  // zinf plan reads the same off the prompts, given generate's --max-new-tokens.
+  const CliResult planned = RunZinf({"plan", "--model", ConvertedStories260KDir(), "--prompts",
+                                     prompts, "--max-new-tokens", "5"});
+  INFO(planned.err);
+  REQUIRE(planned.exit_code == 0);
+  CHECK_THAT(planned.out, Catch::Contains("3 requests need up to 22 positions"));
+  CHECK(PlanLine(planned.out) == PlanLine(sized.err));
 }
 
 }  // namespace zinf::testing
