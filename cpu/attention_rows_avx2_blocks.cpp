@@ -120,7 +120,7 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
       PrefetchKv(keys, KvRowAhead(keys, j + e, last_key + 1, head_offset), head_bytes);
     for (int e = 0; e < kTileKeys; ++e) {
       key[e] = std::min(j + e, last_key);
-      at[e] = key[e] * keys.row_stride + static_cast<int64_t>(kv_head) * head_dim;
+      at[e] = key[e] * keys.row_stride + head_offset;
     }
     // Both groups of queries over the same keys, the second finding them in L1.
     for (int g = 0; g < groups; ++g) {
@@ -144,7 +144,7 @@ template <bool kInt8, bool kAll, int kChunks>
 inline void AddValueRow(const float* const (&w)[kGroup], const int (&num_keys)[kGroup],
                         const KvRows& values, int j, int64_t at, int64_t ahead,
                         __m256 (&acc)[kGroup][kValueChunks]) {
-  PrefetchKv(values, at + ahead, 8 * kChunks * (kInt8 ? 1 : 4));
+  PrefetchKv(values, at + ahead, 8 * kChunks * KvElementBytes(values));
   __m256 v[kChunks];
 #pragma GCC unroll 2
   for (int c = 0; c < kChunks; ++c) v[c] = LoadKv8<kInt8>(values, at + 8 * c);

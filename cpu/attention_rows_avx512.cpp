@@ -18,11 +18,15 @@ namespace zinf::cpu {
 
 namespace {
 
-constexpr int kPairs = kAttentionBlockQueries / 2;
-constexpr int kTileKeys = 4;
-// 16-dim vectors per query in a value pass: 8 queries × 2 accumulators. Each value row loaded
-// serves 8 queries; 4 queries × 4 vectors (one pass for 64 dims) measured 1.25x slower.
-constexpr int kValueVectors = 2;
+// A block's queries are scored in pairs, a tile of kTileKeys keys × kPairs pairs at a time (16
+// registers): 4 × 4 for blocks of 5 to 8 queries, and for blocks of up to 4 (grouped-query
+// attention with 4 heads to a KV head: Llama 3, Mistral) 8 keys × 2 pairs, rather than 4 pairs of
+// which 2 hold zeros.
+template <int kPairs>
+constexpr int kTileKeys = 16 / kPairs;
+// 16-dim vectors per query in a value pass: kQueries × kVectors accumulators. 8 queries × 2 for
+// blocks of 5 to 8 (each value row loaded serves 8 queries; 4 × 4 measured 1.25x slower there),
+// 4 × 4 for blocks of up to 4.
 
 // KvRows::scale with the cache's dtype known when compiling.
 template <bool kInt8>
@@ -39,8 +43,9 @@ inline float RowScaleOf(const KvRows& rows, int j, int kv_head) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// Query pairs, chunk-interleaved: pair p's chunk c is 16 floats at (p · chunks + c) · 16. Missing
-// queries are zeros. Grown only.
+// kPairs query pairs, chunk-interleaved: pair p's chunk c is 16 floats at (p · chunks + c) · 16.
+// Missing queries are zeros. Grown only.
+template <int kPairs>
 const float* PackQueryPairs(const QueryBlock& block, int chunks) {
   thread_local std::vector<float> packed;
   const auto size = static_cast<size_t>(kPairs * chunks * 16);
@@ -70,14 +75,16 @@ inline __m512 BroadcastKey8(const KvRows& keys, int64_t at) {
 
 // The keys of one score tile: past the last key it repeats that one, whose scores land in the
 // rows' padding.
+template <int kKeys>
 struct KeyTile {
-  int key[kTileKeys];
-  int64_t at[kTileKeys];  // where each key's head starts in KvRows
+  int key[kKeys];
+  int64_t at[kKeys];  // where each key's head starts in KvRows
 };
 
-KeyTile MakeKeyTile(const QueryBlock& block, const KvRows& keys, int first_key) {
-  KeyTile tile;
-  for (int e = 0; e < kTileKeys; ++e) {
+template <int kKeys>
+KeyTile<kKeys> MakeKeyTile(const QueryBlock& block, const KvRows& keys, int first_key) {
+  KeyTile<kKeys> tile;
+  for (int e = 0; e < kKeys; ++e) {
     tile.key[e] = std::min(first_key + e, block.last_num_keys() - 1);
     tile.at[e] =
         tile.key[e] * keys.row_stride + static_cast<int64_t>(block.kv_head) * block.head_dim;
@@ -85,24 +92,26 @@ KeyTile MakeKeyTile(const QueryBlock& block, const KvRows& keys, int first_key) 
   return tile;
 }
 
-// The body of the dot products of a tile's 4 keys with the block's 4 query pairs.
-template <bool kInt8>
-inline void ScoreTile(const float* packed, int chunks, const KvRows& keys, const KeyTile& tile,
-                      __m512 (&acc)[kTileKeys][kPairs]) {
+// The body of the dot products of a tile's keys with the block's query pairs.
+template <bool kInt8, int kPairs>
+inline void ScoreTile(const float* packed, int chunks, const KvRows& keys,
+                      const KeyTile<kTileKeys<kPairs>>& tile,
+                      __m512 (&acc)[kTileKeys<kPairs>][kPairs]) {
+  constexpr int kKeys = kTileKeys<kPairs>;
   // Hand-unrolled: at -O2 GCC keeps `acc` in memory otherwise.
-#pragma GCC unroll 4
-  for (int e = 0; e < kTileKeys; ++e)
+#pragma GCC unroll 8
+  for (int e = 0; e < kKeys; ++e)
 #pragma GCC unroll 4
     for (int p = 0; p < kPairs; ++p) acc[e][p] = _mm512_setzero_ps();
   for (int c = 0; c < chunks; ++c) {
-    __m512 k[kTileKeys];
-#pragma GCC unroll 4
-    for (int e = 0; e < kTileKeys; ++e) k[e] = BroadcastKey8<kInt8>(keys, tile.at[e] + 8 * c);
+    __m512 k[kKeys];
+#pragma GCC unroll 8
+    for (int e = 0; e < kKeys; ++e) k[e] = BroadcastKey8<kInt8>(keys, tile.at[e] + 8 * c);
 #pragma GCC unroll 4
     for (int p = 0; p < kPairs; ++p) {
       const __m512 qv = _mm512_loadu_ps(packed + (p * chunks + c) * 16);
-#pragma GCC unroll 4
-      for (int e = 0; e < kTileKeys; ++e) acc[e][p] = _mm512_fmadd_ps(qv, k[e], acc[e][p]);
+#pragma GCC unroll 8
+      for (int e = 0; e < kKeys; ++e) acc[e][p] = _mm512_fmadd_ps(qv, k[e], acc[e][p]);
     }
   }
 }
@@ -120,23 +129,26 @@ inline __m512 SumQuarters(__m512 low, __m512 high) {
                        _mm512_shuffle_ps(low, high, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// The sums of pairs 2g and 2g + 1 (queries 4g .. 4g + 3): 128-bit lane b holds query 4g + b's
-// scores for keys 0..3 in order.
-inline __m512 ReduceQueryQuad(const __m512 (&acc)[kTileKeys][kPairs], int g) {
+// The sums of pairs 2g and 2g + 1 (queries 4g .. 4g + 3) with the tile's keys k .. k + 3:
+// 128-bit lane b holds query 4g + b's scores for those keys in order.
+template <int kKeys, int kPairs>
+inline __m512 ReduceQueryQuad(const __m512 (&acc)[kKeys][kPairs], int g, int k) {
   const int p = 2 * g;
   const __m512 keys01 =
-      SumQuarters(SumHalves(acc[0][p], acc[0][p + 1]), SumHalves(acc[1][p], acc[1][p + 1]));
-  const __m512 keys23 =
-      SumQuarters(SumHalves(acc[2][p], acc[2][p + 1]), SumHalves(acc[3][p], acc[3][p + 1]));
+      SumQuarters(SumHalves(acc[k][p], acc[k][p + 1]), SumHalves(acc[k + 1][p], acc[k + 1][p + 1]));
+  const __m512 keys23 = SumQuarters(SumHalves(acc[k + 2][p], acc[k + 2][p + 1]),
+                                    SumHalves(acc[k + 3][p], acc[k + 3][p + 1]));
   return _mm512_add_ps(_mm512_shuffle_ps(keys01, keys23, _MM_SHUFFLE(2, 0, 2, 0)),
                        _mm512_shuffle_ps(keys01, keys23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// The tile's scores for queries [first, first + 4) from their reduced sums: · row scale · scale,
-// as ScoreKeys does, after the tail of head_dim past the 8-float chunks one fma at a time.
+// The scores of 4 keys (`tile`'s first) for queries [first, first + 4) from their reduced sums:
+// · row scale · scale, as ScoreKeys does, after the tail of head_dim past the 8-float chunks one
+// fma at a time.
 template <bool kInt8>
 inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, const KvRows& keys,
-                            const KeyTile& tile, float scale, float* scores, int64_t score_stride) {
+                            const KeyTile<4>& tile, float scale, float* scores,
+                            int64_t score_stride) {
   const int body = block.head_dim / 8 * 8;
   if (body == block.head_dim) {
     if constexpr (kInt8) {
@@ -157,7 +169,7 @@ inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, con
   _mm512_store_ps(lanes, sums);
   for (int b = 0; b < std::min(4, block.num_queries - first); ++b) {
     const float* q = block.query + (first + b) * block.query_stride;
-    for (int e = 0; e < kTileKeys; ++e) {
+    for (int e = 0; e < 4; ++e) {
       float sum = lanes[4 * b + e];
       for (int d = body; d < block.head_dim; ++d)
         sum = std::fma(q[d], keys.value(tile.at[e] + d), sum);
@@ -167,25 +179,32 @@ inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, con
   }
 }
 
-template <bool kInt8>
+template <bool kInt8, int kPairs>
 void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                 int64_t score_stride) {
+  constexpr int kKeys = kTileKeys<kPairs>;
   const int chunks = block.head_dim / 8;
-  const float* packed = PackQueryPairs(block, chunks);
+  const float* packed = PackQueryPairs<kPairs>(block, chunks);
   const int64_t head_bytes = block.head_dim * KvElementBytes(keys);
   const int64_t head_offset = static_cast<int64_t>(block.kv_head) * block.head_dim;
-  for (int j = 0; j < block.last_num_keys(); j += kTileKeys) {
-    for (int e = 0; e < kTileKeys; ++e)
+  for (int j = 0; j < block.last_num_keys(); j += kKeys) {
+    for (int e = 0; e < kKeys; ++e)
       PrefetchKv(keys, KvRowAhead(keys, j + e, block.last_num_keys(), head_offset), head_bytes);
-    const KeyTile tile = MakeKeyTile(block, keys, j);
-    __m512 acc[kTileKeys][kPairs];
-    ScoreTile<kInt8>(packed, chunks, keys, tile, acc);
-    // Unrolled with a constant bound: a run-time quad index would keep acc in memory.
+    const KeyTile<kKeys> tile = MakeKeyTile<kKeys>(block, keys, j);
+    __m512 acc[kKeys][kPairs];
+    ScoreTile<kInt8, kPairs>(packed, chunks, keys, tile, acc);
+    // Unrolled with constant bounds: a run-time quad index would keep acc in memory.
 #pragma GCC unroll 2
     for (int g = 0; g < kPairs / 2; ++g) {
       if (4 * g >= block.num_queries) break;
-      StoreQuadScores<kInt8>(ReduceQueryQuad(acc, g), block, 4 * g, keys, tile, scale,
-                             scores + 4 * g * score_stride + j, score_stride);
+#pragma GCC unroll 2
+      for (int k = 0; k < kKeys; k += 4) {
+        KeyTile<4> quad;
+        std::copy_n(tile.key + k, 4, quad.key);
+        std::copy_n(tile.at + k, 4, quad.at);
+        StoreQuadScores<kInt8>(ReduceQueryQuad(acc, g, k), block, 4 * g, keys, quad, scale,
+                               scores + 4 * g * score_stride + j + k, score_stride);
+      }
     }
   }
 }
@@ -202,18 +221,17 @@ inline __m512 LoadValues16(const KvRows& values, int64_t at, __mmask16 mask) {
 
 // Accumulates value row j (dims from `at`) into the block's queries: all of them, or (kAll false)
 // those whose keys reach past j; requests the same dims `ahead` elements on.
-template <bool kInt8, bool kAll>
-inline void AddValueRow(const float* const (&weights)[kAttentionBlockQueries],
-                        const int (&num_keys)[kAttentionBlockQueries], const KvRows& values,
-                        int kv_head, int j, int64_t at, int64_t ahead,
-                        const __mmask16 (&masks)[kValueVectors],
-                        __m512 (&acc)[kAttentionBlockQueries][kValueVectors]) {
-  PrefetchKv(values, at + ahead, 16 * kValueVectors * (kInt8 ? 1 : 4));
+template <bool kInt8, bool kAll, int kQueries, int kValueVectors>
+inline void AddValueRow(const float* const (&weights)[kQueries], const int (&num_keys)[kQueries],
+                        const KvRows& values, int kv_head, int j, int64_t at, int64_t ahead,
+                        int dims, const __mmask16 (&masks)[kValueVectors],
+                        __m512 (&acc)[kQueries][kValueVectors]) {
+  PrefetchKv(values, at + ahead, dims * KvElementBytes(values));
   __m512 v[kValueVectors];
 #pragma GCC unroll 8
   for (int c = 0; c < kValueVectors; ++c) v[c] = LoadValues16<kInt8>(values, at + 16 * c, masks[c]);
 #pragma GCC unroll 8
-  for (int q = 0; q < kAttentionBlockQueries; ++q) {
+  for (int q = 0; q < kQueries; ++q) {
     if (!kAll && j >= num_keys[q]) continue;
     // The product WeightValues forms (for an f32 cache weights[j] · 1, which is weights[j]).
     const float w = kInt8 ? weights[q][j] * RowScaleOf<kInt8>(values, j, kv_head) : weights[q][j];
@@ -223,20 +241,20 @@ inline void AddValueRow(const float* const (&weights)[kAttentionBlockQueries],
   }
 }
 
-template <bool kInt8>
+template <bool kInt8, int kQueries, int kValueVectors>
 void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_stride,
                  const KvRows& values, float* out, int64_t out_stride) {
   // A short block repeats its last query, whose copies are not stored.
-  const float* w[kAttentionBlockQueries];
-  int num_keys[kAttentionBlockQueries];
-  for (int q = 0; q < kAttentionBlockQueries; ++q) {
+  const float* w[kQueries];
+  int num_keys[kQueries];
+  for (int q = 0; q < kQueries; ++q) {
     const int query = std::min(q, block.num_queries - 1);
     w[q] = weights + query * weight_stride;
     num_keys[q] = block.num_keys(query);
   }
   const int kv_head = block.kv_head, head_dim = block.head_dim;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
-  const int last = num_keys[kAttentionBlockQueries - 1];
+  const int last = num_keys[kQueries - 1];
   auto ahead = [&](int j) { return KvRowAhead(values, j, last, 0) - j * values.row_stride; };
   for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueVectors) {
     __mmask16 masks[kValueVectors];
@@ -244,9 +262,10 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
       const int left = std::clamp(head_dim - d0 - 16 * c, 0, 16);
       masks[c] = static_cast<__mmask16>((1u << left) - 1);
     }
-    __m512 acc[kAttentionBlockQueries][kValueVectors];
+    const int dims = std::min(16 * kValueVectors, head_dim - d0);  // this pass's
+    __m512 acc[kQueries][kValueVectors];
 #pragma GCC unroll 8
-    for (int q = 0; q < kAttentionBlockQueries; ++q)
+    for (int q = 0; q < kQueries; ++q)
 #pragma GCC unroll 8
       for (int c = 0; c < kValueVectors; ++c) acc[q][c] = _mm512_setzero_ps();
     // The keys every query sees, then the further ones of the later queries, so that each query's
@@ -254,16 +273,18 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
     // is +0, and 0 · inf is NaN).
     int j = 0;
     for (; j < num_keys[0]; ++j) {
-      AddValueRow<kInt8, true>(w, num_keys, values, kv_head, j,
-                               j * values.row_stride + head_offset + d0, ahead(j), masks, acc);
+      AddValueRow<kInt8, true, kQueries, kValueVectors>(w, num_keys, values, kv_head, j,
+                                                        j * values.row_stride + head_offset + d0,
+                                                        ahead(j), dims, masks, acc);
     }
     for (; j < last; ++j) {
-      AddValueRow<kInt8, false>(w, num_keys, values, kv_head, j,
-                                j * values.row_stride + head_offset + d0, ahead(j), masks, acc);
+      AddValueRow<kInt8, false, kQueries, kValueVectors>(w, num_keys, values, kv_head, j,
+                                                         j * values.row_stride + head_offset + d0,
+                                                         ahead(j), dims, masks, acc);
     }
     // Unrolled with a constant bound: indexing acc by a run-time query would keep it in memory.
 #pragma GCC unroll 8
-    for (int q = 0; q < kAttentionBlockQueries; ++q) {
+    for (int q = 0; q < kQueries; ++q) {
       if (q >= block.num_queries) break;
       float* o = out + q * out_stride + d0;
 #pragma GCC unroll 8
@@ -280,15 +301,25 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
 
 void ScoreKeysBlockAvx512(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                           int64_t score_stride) {
-  if (keys.f32 != nullptr) return ScoreBlock<false>(block, keys, scale, scores, score_stride);
-  ScoreBlock<true>(block, keys, scale, scores, score_stride);
+  const bool f32 = keys.f32 != nullptr;
+  if (block.num_queries <= 4) {
+    if (f32) return ScoreBlock<false, 2>(block, keys, scale, scores, score_stride);
+    return ScoreBlock<true, 2>(block, keys, scale, scores, score_stride);
+  }
+  if (f32) return ScoreBlock<false, 4>(block, keys, scale, scores, score_stride);
+  ScoreBlock<true, 4>(block, keys, scale, scores, score_stride);
 }
 
 void WeightValuesBlockAvx512(const QueryBlock& block, const float* weights, int64_t weight_stride,
                              const KvRows& values, float* out, int64_t out_stride) {
-  if (values.f32 != nullptr)
-    return WeightBlock<false>(block, weights, weight_stride, values, out, out_stride);
-  WeightBlock<true>(block, weights, weight_stride, values, out, out_stride);
+  const bool f32 = values.f32 != nullptr;
+  if (block.num_queries <= 4) {
+    if (f32)
+      return WeightBlock<false, 4, 4>(block, weights, weight_stride, values, out, out_stride);
+    return WeightBlock<true, 4, 4>(block, weights, weight_stride, values, out, out_stride);
+  }
+  if (f32) return WeightBlock<false, 8, 2>(block, weights, weight_stride, values, out, out_stride);
+  WeightBlock<true, 8, 2>(block, weights, weight_stride, values, out, out_stride);
 }
 
 }  // namespace zinf::cpu

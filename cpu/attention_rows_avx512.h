@@ -29,9 +29,9 @@ struct QueryBlock {
 };
 
 // ScoreKeys for each query of the block, all over keys [0, last_num_keys()): query q's at scores
-// + q · score_stride (past its own keys, values it ignores). Every one of the
-// kAttentionBlockQueries rows is written, up to last_num_keys() rounded up to 4 (keys are scored
-// 4 at a time): score_stride must have room for that.
+// + q · score_stride (past its own keys, values it ignores). Rows up to num_queries rounded up to
+// 4 are written, up to last_num_keys() rounded up to 8 (keys are scored 4 or 8 at a time):
+// score_stride must have room for that.
 void ScoreKeysBlockAvx512(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                           int64_t score_stride);
 

@@ -16,18 +16,21 @@ namespace zinf::cpu {
 // dimensions, Zen 4: 4 ahead 1.3x, 8 to 24 ahead 1.5-2x faster than none; 32 or more no gain).
 inline constexpr int kKvRowsAhead = 16;
 
-// Asks for `bytes` of `rows` from element `at` into L1: a hint, never a load nor a fault.
+// Asks for the lines holding `bytes` of `rows` from element `at` into L1: a hint, never a load
+// nor a fault.
 inline void PrefetchKv(const KvRows& rows, int64_t at, int64_t bytes) {
-  const char* start = rows.f32 != nullptr ? reinterpret_cast<const char*>(rows.f32 + at)
-                                          : reinterpret_cast<const char*>(rows.i8 + at);
-  for (int64_t line = 0; line < bytes; line += 64) _mm_prefetch(start + line, _MM_HINT_T0);
+  const auto start = rows.f32 != nullptr ? reinterpret_cast<uintptr_t>(rows.f32 + at)
+                                         : reinterpret_cast<uintptr_t>(rows.i8 + at);
+  for (uintptr_t line = start & ~uintptr_t{63}; line < start + bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
 // The bytes of one element of `rows`.
 inline int64_t KvElementBytes(const KvRows& rows) { return rows.f32 != nullptr ? 4 : 1; }
 
-// Row j's kv_head part, kKvRowsAhead rows on (the last of `num_keys` at most), as PrefetchKv's
-// element offset.
+// Where row j's kv_head part is, kKvRowsAhead rows on (the last of `num_keys` at most), as
+// PrefetchKv's element offset; the walks over one row's dims subtract j · row_stride from it to
+// get the distance from the element they load.
 inline int64_t KvRowAhead(const KvRows& rows, int j, int num_keys, int64_t head_offset) {
   return std::min(j + kKvRowsAhead, num_keys - 1) * rows.row_stride + head_offset;
 }
