@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -65,7 +66,8 @@ struct GenerateOptions {
 // Returns how many requests are left to do (those not already in the output).
 size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options,
                        const ResultsFile& output, bool has_tokenizer,
-                       const formats::ChatTemplates& chat_templates, bool force_resume) {
+                       const formats::ChatTemplates& chat_templates, bool force_resume,
+                       JobContextTally& job) {
   PromptFileReader reader(path, options);
   ResumeCheck resume(output);
   size_t to_do = 0;
@@ -87,6 +89,7 @@ size_t CheckPromptFile(const std::string& path, const PromptFileOptions& options
                : "; the model's own template cannot be used: " + chat_templates.load_error());
     }
     ++to_do;
+    job.Add(*entry);
   }
   resume.Finish(path, force_resume);
   return to_do;
@@ -125,8 +128,12 @@ void RunGenerate(GenerateOptions options) {
       formats::ChatTemplates::Load(options.chat_template, options.model_dir);
   if (!chat_templates.empty()) spdlog::debug("chat template: {}", chat_templates.origin());
   const PromptFileOptions prompt_options{options.skip_bad_lines, shard};
-  const size_t to_do = CheckPromptFile(options.prompts, prompt_options, output,
-                                       tokenizer != nullptr, chat_templates, options.resume_force);
+  // strftime_now() in chat templates renders this time, up front and when the requests run.
+  const std::time_t chat_now = std::time(nullptr);
+  JobContextTally job_tally(tokenizer.get(), chat_templates, options.defaults, chat_now);
+  const size_t to_do =
+      CheckPromptFile(options.prompts, prompt_options, output, tokenizer != nullptr, chat_templates,
+                      options.resume_force, job_tally);
   nlohmann::ordered_json fingerprint =
       RunFingerprint(checkpoint, options.prompts, options.defaults, options.session);
   // Another template gives chat prompts other tokens, so a resumed run must render with the same.
@@ -159,10 +166,9 @@ void RunGenerate(GenerateOptions options) {
   }
   SessionOptions session_options = options.session;
   session_options.max_auto_batch = MaxAutoBatchFor(to_do);
-  const JobContext job = MeasureJobContext(options.prompts, prompt_options, &output,
-                                           tokenizer.get(), chat_templates, options.defaults);
+  const JobContext job = job_tally.result();
   ApplyJobContext(job, session_options);
-  if (job.requests > 0) spdlog::info("{}", DescribeJobContext(job, options.session));
+  if (job.requests > 0) spdlog::info("{}", DescribeJobContext(job));
   std::unique_ptr<FaultInjector> faults_injected;
   Checkpoint weights_checkpoint = checkpoint;  // a fault-injected run may read a private copy
   if (!faults.empty()) {
@@ -192,7 +198,7 @@ void RunGenerate(GenerateOptions options) {
   generator_options.refill = options.refill == "static" ? Refill::kStatic : Refill::kContinuous;
   Generator generator(model, tokenizer.get(), generator_options);
   FailureTally failures;
-  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), chat_templates,
+  RequestFeed feed(options.prompts, prompt_options, tokenizer.get(), chat_templates, chat_now,
                    options.defaults, ModelName(options.model_dir), output, failures);
   GenerateProgress progress(static_cast<int64_t>(to_do), options.progress_every);
   size_t finished = 0;  // results written by the generator; the feed writes unrunnable entries

@@ -1,58 +1,55 @@
-// MeasureJobContext; see job_context.h.
+// JobContextTally and its use by the planner; see job_context.h.
 #include "cmd/job_context.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
 #include "cmd/chat_prompt_ids.h"
-#include "engine/error.h"
-
-#include <fmt/format.h>
 
 namespace zinf::cli {
 
-namespace {
+JobContextTally::JobContextTally(const Tokenizer* tokenizer,
+                                 const formats::ChatTemplates& chat_templates,
+                                 const Request& defaults, std::time_t chat_now)
+    : tokenizer_(tokenizer),
+      chat_templates_(chat_templates),
+      defaults_(defaults),
+      chat_now_(chat_now) {}
 
-// The prompt's length in tokens, or -1 when the feed will refuse it.
-int64_t PromptTokens(const PromptEntry& entry, const Tokenizer* tokenizer,
-                     const formats::ChatTemplates& chat_templates) {
+int64_t JobContextTally::PromptTokens(const PromptEntry& entry) const {
+  if (!entry.error.empty()) return -1;
   if (entry.ids) return static_cast<int64_t>(entry.ids->size());
-  if (tokenizer == nullptr) return -1;
-  if (entry.text) return static_cast<int64_t>(tokenizer->Encode(*entry.text, true).size());
+  if (tokenizer_ == nullptr) return -1;
+  if (entry.text) return static_cast<int64_t>(tokenizer_->Encode(*entry.text, true).size());
   if (!entry.chat) return -1;
-  const formats::ChatTemplate* chat_template = chat_templates.For(!entry.chat->tools.is_null());
+  const formats::ChatTemplate* chat_template = chat_templates_.For(!entry.chat->tools.is_null());
   if (chat_template == nullptr) return -1;
   try {
-    return static_cast<int64_t>(ChatPromptIds(*entry.chat, *chat_template, *tokenizer).size());
-  } catch (const Error&) {
+    return static_cast<int64_t>(
+        ChatPromptIds(*entry.chat, *chat_template, *tokenizer_, chat_now_).size());
+  } catch (const ChatTemplateFailure&) {
     return -1;  // the feed writes this request's error line
   }
 }
 
-}  // namespace
+void JobContextTally::Add(const PromptEntry& entry) {
+  ++job_.entries;
+  const int64_t prompt = PromptTokens(entry);
+  if (prompt < 0) return;
+  const int64_t fresh = RequestFor(entry, defaults_).max_new_tokens;
+  ++job_.requests;
+  longest_ = std::max(longest_, prompt + fresh);
+  const double steps = static_cast<double>(fresh - 1);
+  decode_steps_ += steps;
+  attended_ += steps * (static_cast<double>(prompt) + static_cast<double>(fresh) / 2);
+}
 
-JobContext MeasureJobContext(const std::string& path, const PromptFileOptions& options,
-                             const ResultsFile* output, const Tokenizer* tokenizer,
-                             const formats::ChatTemplates& chat_templates,
-                             const Request& defaults) {
-  PromptFileReader reader(path, options);
-  JobContext job;
-  double new_tokens = 0, attended = 0;
-  int64_t longest = 0;
-  while (std::optional<PromptEntry> entry = reader.Next()) {
-    if (output != nullptr && output->done_ids().contains(entry->id)) continue;
-    ++job.entries;
-    if (!entry->error.empty()) continue;
-    const int64_t prompt = PromptTokens(*entry, tokenizer, chat_templates);
-    if (prompt < 0) continue;
-    const int64_t fresh = RequestFor(*entry, defaults).max_new_tokens;
-    ++job.requests;
-    longest = std::max(longest, prompt + fresh);
-    new_tokens += static_cast<double>(fresh);
-    attended += static_cast<double>(fresh) * (static_cast<double>(prompt) + fresh / 2.0);
-  }
-  job.longest = static_cast<int>(std::min<int64_t>(longest, std::numeric_limits<int>::max()));
-  job.mean_attended = new_tokens > 0 ? static_cast<int>(attended / new_tokens + 0.5) : 0;
+JobContext JobContextTally::result() const {
+  JobContext job = job_;
+  job.longest = static_cast<int>(std::min<int64_t>(longest_, std::numeric_limits<int>::max()));
+  job.mean_attended = decode_steps_ > 0 ? static_cast<int>(attended_ / decode_steps_ + 0.5) : 0;
   return job;
 }
 
@@ -62,11 +59,10 @@ void ApplyJobContext(const JobContext& job, SessionOptions& session) {
   if (session.mean_context == 0) session.mean_context = job.mean_attended;
 }
 
-std::string DescribeJobContext(const JobContext& job, const SessionOptions& given) {
+std::string DescribeJobContext(const JobContext& job) {
   return fmt::format("{} requests need up to {} positions (prompt + max_new_tokens), and decode "
-                     "steps attend over {} on average{}",
-                     job.requests, job.longest, job.mean_attended,
-                     given.max_context > 0 ? "" : ": the KV cache is sized to the longest");
+                     "steps attend over {} on average",
+                     job.requests, job.longest, job.mean_attended);
 }
 
 }  // namespace zinf::cli

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <memory>
+#include <optional>
 
 #include "cmd/commands.h"
 #include "cmd/flag_checks.h"
@@ -208,11 +210,13 @@ void RunPlan(const PlanOptions& options) {
             : formats::ChatTemplates::Load(options.chat_template, options.model_dir);
     Request defaults;
     defaults.max_new_tokens = options.max_new_tokens;
-    const JobContext job = MeasureJobContext(options.prompts, prompt_options, nullptr,
-                                             tokenizer.get(), chat_templates, defaults);
+    JobContextTally tally(tokenizer.get(), chat_templates, defaults, std::time(nullptr));
+    PromptFileReader reader(options.prompts, prompt_options);
+    while (std::optional<PromptEntry> entry = reader.Next()) tally.Add(*entry);
+    const JobContext job = tally.result();
     session.max_auto_batch = MaxAutoBatchFor(static_cast<size_t>(job.entries));
     ApplyJobContext(job, session);
-    if (job.requests > 0) fmt::print("job        {}\n", DescribeJobContext(job, options.session));
+    if (job.requests > 0) fmt::print("job        {}\n", DescribeJobContext(job));
   }
   const SessionPlan planned = PlanSession(checkpoint, session);
   if (!planned.batch_choice.empty()) fmt::print("{}\n", planned.batch_choice);

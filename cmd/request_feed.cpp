@@ -11,11 +11,12 @@ namespace zinf::cli {
 
 RequestFeed::RequestFeed(const std::string& path, const PromptFileOptions& options,
                          const Tokenizer* tokenizer, const formats::ChatTemplates& chat_templates,
-                         const Request& defaults, std::string model_name, ResultsFile& output,
-                         FailureTally& failures)
+                         std::time_t chat_now, const Request& defaults, std::string model_name,
+                         ResultsFile& output, FailureTally& failures)
     : reader_(path, options),
       tokenizer_(tokenizer),
       chat_templates_(chat_templates),
+      chat_now_(chat_now),
       defaults_(defaults),
       model_name_(std::move(model_name)),
       output_(output),
@@ -46,7 +47,7 @@ std::optional<Request> RequestFeed::Next() {
     if (entry->text) {
       request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
     } else if (entry->chat) {
-      std::optional<std::vector<TokenId>> ids = ChatPromptIds(*entry);
+      std::optional<std::vector<TokenId>> ids = ChatRequestIds(*entry);
       if (!ids) continue;
       request.prompt_ids = std::move(*ids);
     }
@@ -56,7 +57,7 @@ std::optional<Request> RequestFeed::Next() {
   return std::nullopt;
 }
 
-std::optional<std::vector<TokenId>> RequestFeed::ChatPromptIds(const PromptEntry& entry) {
+std::optional<std::vector<TokenId>> RequestFeed::ChatRequestIds(const PromptEntry& entry) {
   const formats::ChatTemplate* chat_template = chat_templates_.For(!entry.chat->tools.is_null());
   if (chat_template == nullptr) {  // CheckPromptFile refuses this before any work
     error_ = fmt::format("{}:{}: a \"messages\" request needs a chat template", reader_.path(),
@@ -64,8 +65,8 @@ std::optional<std::vector<TokenId>> RequestFeed::ChatPromptIds(const PromptEntry
     return std::nullopt;
   }
   try {
-    return cli::ChatPromptIds(*entry.chat, *chat_template, *tokenizer_);
-  } catch (const Error& error) {
+    return ChatPromptIds(*entry.chat, *chat_template, *tokenizer_, chat_now_);
+  } catch (const ChatTemplateFailure& error) {
     WriteError(entry, fmt::format("chat template: {}", error.what()));
     return std::nullopt;
   }

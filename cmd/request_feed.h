@@ -3,6 +3,7 @@
 // lines, ids already in the output skipped.
 #pragma once
 
+#include <ctime>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,9 +32,11 @@ struct InFlightRequest {
 // error) is written as that request's error line, and the feed goes on.
 class RequestFeed {
  public:
+  // `chat_now`: what strftime_now() in a chat template renders (chat_prompt_ids.h).
   RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
-              const formats::ChatTemplates& chat_templates, const Request& defaults,
-              std::string model_name, ResultsFile& output, FailureTally& failures);
+              const formats::ChatTemplates& chat_templates, std::time_t chat_now,
+              const Request& defaults, std::string model_name, ResultsFile& output,
+              FailureTally& failures);
 
   std::optional<Request> Next();
 
@@ -48,13 +51,14 @@ class RequestFeed {
  private:
   // Renders and tokenizes a chat prompt; nullopt (after writing its error line) when the
   // template fails.
-  std::optional<std::vector<TokenId>> ChatPromptIds(const PromptEntry& entry);
+  std::optional<std::vector<TokenId>> ChatRequestIds(const PromptEntry& entry);
   void WriteError(const PromptEntry& entry, const std::string& message);
   void WarnOnOtherModel(const OpenAiRequest& request);
 
   PromptFileReader reader_;
   const Tokenizer* tokenizer_;
   const formats::ChatTemplates& chat_templates_;
+  std::time_t chat_now_;
   const Request& defaults_;
   std::string model_name_;
   ResultsFile& output_;

@@ -36,7 +36,8 @@ Bandwidths RatesFor(const RateOverrides& given) {
   };
   apply(given.disk_gbps, rates.disk_read_gbps);
   apply(given.dram_gbps, rates.dram_read_gbps);
-  if (given.gflops) rates.int8_gflops = rates.int4_gflops = 0;  // the one rate for every dtype
+  // The one rate for every dtype, and attention at its uncalibrated share of it.
+  if (given.gflops) rates.int8_gflops = rates.int4_gflops = rates.cpu_attention_gflops = 0;
   apply(given.gflops, rates.compute_gflops);
   apply(given.pcie_gbps, rates.h2d_gbps);
   apply(given.hbm_gbps, rates.device_gbps);
@@ -56,8 +57,9 @@ ModelLimits LimitsFor(const Checkpoint& checkpoint, const SessionOptions& option
                                                : std::min(checkpoint.config.max_position_embeddings,
                                                           kDefaultMaxContext);
   // A request longer than that default still stops there, as without knowing the job.
-  if (options.max_context == 0 && options.job_context > 0)
+  if (options.max_context == 0 && options.job_context > 0) {
     limits.max_context = std::min(limits.max_context, options.job_context);
+  }
   limits.max_tokens_per_step = std::max(options.step_tokens, options.batch_size);
   limits.max_logit_rows = options.logit_rows_per_step;
   limits.micro_batch_tokens = options.micro_batch_tokens;

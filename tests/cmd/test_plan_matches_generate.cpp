@@ -117,17 +117,20 @@ TEST_CASE("a context beyond the model's training and a --cpu-mem beyond the mach
 }
 
 TEST_CASE("generate and plan size the KV cache to the job's longest request, not the model's") {
-  // Prompts of 3 and 7 tokens with 5 new tokens each, and one of 2 with 20 of its own: the longest
-  // needs 22 positions; decode steps attend over (5·5.5 + 5·9.5 + 20·12) / 30 = 10.5 on average.
+  // Prompts of 3, 7 and 5 (a text's) tokens with 5 new tokens each, and one of 2 with 20 of its
+  // own: the longest needs 22 positions. The first new token of each comes from the prefill step,
+  // the others from decode steps, which attend over (4·5.5 + 4·9.5 + 19·12 + 4·7.5) / 31 = 10.3
+  // positions on average.
   const std::string dir = MakeTempDir("cli-job-context");
   const std::string prompts = dir + "/prompts.jsonl";
   WriteFile(prompts, "{\"id\": 1, \"prompt_ids\": [1, 403, 404]}\n"
                      "{\"id\": 2, \"prompt_ids\": [1, 403, 404, 405, 406, 407, 408]}\n"
-                     "{\"id\": 3, \"prompt_ids\": [1, 403], \"max_new_tokens\": 20}\n");
+                     "{\"id\": 3, \"prompt_ids\": [1, 403], \"max_new_tokens\": 20}\n"
+                     "{\"id\": 4, \"prompt\": \"Once upon a time\"}\n");
   const auto generate = [&](const std::string& out, std::vector<std::string> extra) {
     std::vector<std::string> args = {
         "generate", "--model", ConvertedStories260KDir(), "--prompts", prompts,
-        "--out",    out,       "--max-new-tokens",        "5"};
+        "--out",    out,       "--max-new-tokens",        "5",         "--ignore-eos"};
     args.insert(args.end(), extra.begin(), extra.end());
     const CliResult result = RunZinf(args);
     INFO(result.err);
@@ -135,10 +138,11 @@ TEST_CASE("generate and plan size the KV cache to the job's longest request, not
     return result;
   };
   const CliResult sized = generate(dir + "/sized.jsonl", {});
-  CHECK_THAT(sized.err, Catch::Contains("3 requests need up to 22 positions"));
-  CHECK_THAT(sized.err, Catch::Contains("attend over 11 on average"));
+  CHECK_THAT(sized.err, Catch::Contains("4 requests need up to 22 positions"));
+  CHECK_THAT(sized.err, Catch::Contains("attend over 10 on average"));
   CHECK_THAT(sized.err, Catch::Contains("context 22"));
-  // Every request runs as in the model's whole context: the same tokens, the same ends.
+  // Every request runs as in the model's whole context: the same tokens, the same ends (the
+  // longest, with --ignore-eos, reaches the sized context's last position).
   const CliResult whole = generate(dir + "/whole.jsonl", {"--max-context", "512"});
   CHECK_THAT(whole.err, Catch::Contains("context 512"));
   const auto results = [&](const std::string& path) {
@@ -150,13 +154,13 @@ TEST_CASE("generate and plan size the KV cache to the job's longest request, not
     return lines;
   };
   CHECK(results(dir + "/sized.jsonl") == results(dir + "/whole.jsonl"));
-  CHECK(results(dir + "/sized.jsonl").size() == 3);
+  CHECK(results(dir + "/sized.jsonl").size() == 4);
   // zinf plan reads the same off the prompts, given generate's --max-new-tokens.
   const CliResult planned = RunZinf({"plan", "--model", ConvertedStories260KDir(), "--prompts",
                                      prompts, "--max-new-tokens", "5"});
   INFO(planned.err);
   REQUIRE(planned.exit_code == 0);
-  CHECK_THAT(planned.out, Catch::Contains("3 requests need up to 22 positions"));
+  CHECK_THAT(planned.out, Catch::Contains("4 requests need up to 22 positions"));
   CHECK(PlanLine(planned.out) == PlanLine(sized.err));
 }
 
