@@ -53,6 +53,10 @@ TEST_CASE("the summary counts outcomes, names tiers and never claims more than 1
   CHECK(line.find("weights: 3.50 MiB resident in DRAM, 20.7 GiB streamed from disk") !=
         std::string::npos);
   CHECK(line.find("decode at 80% of the plan's disk-bound 100.0 tok/s") != std::string::npos);
+  // A few percent past the plan is within its rates' spread: still a share.
+  m.decode_tokens_per_s = 103;
+  m.percent_of_bound = 103;
+  CHECK_THAT(m.SummaryLine(), Catch::Contains("decode at 103% of the plan's disk-bound 100.0"));
 
   m.interrupted = true;
   m.decode_tokens_per_s = 119;
