@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "cmd/chat_prompt_ids.h"
+#include "cmd/prompt_ids.h"
 
 namespace zinf::cli {
 
@@ -21,14 +21,10 @@ JobContextTally::JobContextTally(const Tokenizer* tokenizer,
 int64_t JobContextTally::PromptTokens(const PromptEntry& entry) const {
   if (!entry.error.empty()) return -1;
   if (entry.ids) return static_cast<int64_t>(entry.ids->size());
-  if (tokenizer_ == nullptr) return -1;
-  if (entry.text) return static_cast<int64_t>(tokenizer_->Encode(*entry.text, true).size());
-  if (!entry.chat) return -1;
-  const formats::ChatTemplate* chat_template = chat_templates_.For(!entry.chat->tools.is_null());
-  if (chat_template == nullptr) return -1;
+  if (tokenizer_ == nullptr || !(entry.text || entry.chat)) return -1;
+  if (entry.chat && chat_templates_.For(!entry.chat->tools.is_null()) == nullptr) return -1;
   try {
-    return static_cast<int64_t>(
-        ChatPromptIds(*entry.chat, *chat_template, *tokenizer_, chat_now_).size());
+    return static_cast<int64_t>(PromptIds(entry, *tokenizer_, chat_templates_, chat_now_).size());
   } catch (const ChatTemplateFailure&) {
     return -1;  // the feed writes this request's error line
   }

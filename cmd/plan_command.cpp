@@ -176,8 +176,7 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
                "then attention {:.3f} s (over {} positions a sequence)\n",
                plan.io_seconds_per_step, plan.memory_seconds_per_step,
                plan.compute_seconds_per_step, plan.cpu_attention_seconds_per_step,
-               inputs.workload.mean_context > 0 ? inputs.workload.mean_context
-                                                : inputs.workload.max_context);
+               inputs.workload.attended_context());
   }
   fmt::print("predicted  {} tokens/s decode, {}-bound\n", FormatRate(plan.predicted_tokens_per_s),
              BoundName(plan.bound));

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cmd/chat_prompt_ids.h"
+#include "cmd/prompt_ids.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -44,10 +44,8 @@ std::optional<Request> RequestFeed::Next() {
       continue;
     }
     Request request = RequestFor(*entry, defaults_);
-    if (entry->text) {
-      request.prompt_ids = tokenizer_->Encode(*entry->text, /*add_special=*/true);
-    } else if (entry->chat) {
-      std::optional<std::vector<TokenId>> ids = ChatRequestIds(*entry);
+    if (entry->text || entry->chat) {
+      std::optional<std::vector<TokenId>> ids = EncodedPromptIds(*entry);
       if (!ids) continue;
       request.prompt_ids = std::move(*ids);
     }
@@ -57,15 +55,15 @@ std::optional<Request> RequestFeed::Next() {
   return std::nullopt;
 }
 
-std::optional<std::vector<TokenId>> RequestFeed::ChatRequestIds(const PromptEntry& entry) {
-  const formats::ChatTemplate* chat_template = chat_templates_.For(!entry.chat->tools.is_null());
-  if (chat_template == nullptr) {  // CheckPromptFile refuses this before any work
+std::optional<std::vector<TokenId>> RequestFeed::EncodedPromptIds(const PromptEntry& entry) {
+  // CheckPromptFile refuses this before any work.
+  if (entry.chat && chat_templates_.For(!entry.chat->tools.is_null()) == nullptr) {
     error_ = fmt::format("{}:{}: a \"messages\" request needs a chat template", reader_.path(),
                          entry.line);
     return std::nullopt;
   }
   try {
-    return ChatPromptIds(*entry.chat, *chat_template, *tokenizer_, chat_now_);
+    return PromptIds(entry, *tokenizer_, chat_templates_, chat_now_);
   } catch (const ChatTemplateFailure& error) {
     WriteError(entry, fmt::format("chat template: {}", error.what()));
     return std::nullopt;

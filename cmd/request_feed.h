@@ -32,7 +32,7 @@ struct InFlightRequest {
 // error) is written as that request's error line, and the feed goes on.
 class RequestFeed {
  public:
-  // `chat_now`: what strftime_now() in a chat template renders (chat_prompt_ids.h).
+  // `chat_now`: what strftime_now() in a chat template renders (prompt_ids.h).
   RequestFeed(const std::string& path, const PromptFileOptions& options, const Tokenizer* tokenizer,
               const formats::ChatTemplates& chat_templates, std::time_t chat_now,
               const Request& defaults, std::string model_name, ResultsFile& output,
@@ -49,9 +49,9 @@ class RequestFeed {
   const std::string& model_name() const { return model_name_; }
 
  private:
-  // Renders and tokenizes a chat prompt; nullopt (after writing its error line) when the
-  // template fails.
-  std::optional<std::vector<TokenId>> ChatRequestIds(const PromptEntry& entry);
+  // PromptIds of a text or chat prompt; nullopt (after writing its error line, or ending the feed
+  // without a template) when the chat template fails.
+  std::optional<std::vector<TokenId>> EncodedPromptIds(const PromptEntry& entry);
   void WriteError(const PromptEntry& entry, const std::string& message);
   void WarnOnOtherModel(const OpenAiRequest& request);
 

@@ -59,8 +59,11 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
   const int64_t head_bytes = head_dim * KvElementBytes(keys);
   int j = 0;
   for (; j + 8 <= num_keys; j += 8) {
-    for (int i = 0; i < 8; ++i)
-      PrefetchKv(keys, KvRowAhead(keys, j + i, num_keys, head_offset), head_bytes);
+    for (int i = 0; i < 8; ++i) {
+      PrefetchKv(keys,
+                 (j + i) * keys.row_stride + head_offset + KvAheadDistance(keys, j + i, num_keys),
+                 head_bytes);
+    }
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -162,7 +165,7 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
     for (int j = 0; j < num_keys; ++j) {
       const __m256 w = _mm256_set1_ps(weights[j] * values.scale(j, kv_head));
       const int64_t at = j * values.row_stride + head_offset + d0;
-      PrefetchKv(values, KvRowAhead(values, j, num_keys, head_offset + d0),
+      PrefetchKv(values, at + KvAheadDistance(values, j, num_keys),
                  8 * chunks * KvElementBytes(values));
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {

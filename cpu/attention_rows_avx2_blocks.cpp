@@ -116,11 +116,10 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
   for (int j = 0; j <= last_key; j += kTileKeys) {
     int key[kTileKeys];
     int64_t at[kTileKeys];
-    for (int e = 0; e < kTileKeys; ++e)
-      PrefetchKv(keys, KvRowAhead(keys, j + e, last_key + 1, head_offset), head_bytes);
     for (int e = 0; e < kTileKeys; ++e) {
       key[e] = std::min(j + e, last_key);
       at[e] = key[e] * keys.row_stride + head_offset;
+      PrefetchKv(keys, at[e] + KvAheadDistance(keys, key[e], last_key + 1), head_bytes);
     }
     // Both groups of queries over the same keys, the second finding them in L1.
     for (int g = 0; g < groups; ++g) {
@@ -171,15 +170,16 @@ inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kG
 #pragma GCC unroll 2
     for (int c = 0; c < kValueChunks; ++c) acc[b][c] = _mm256_setzero_ps();
   const int last = num_keys[kGroup - 1];
-  auto ahead = [&](int j) { return KvRowAhead(values, j, last, 0) - j * values.row_stride; };
   int j = 0;
   for (; j < num_keys[0]; ++j) {
     AddValueRow<kInt8, true, kChunks>(w, num_keys, values, j,
-                                      j * values.row_stride + head_offset + d0, ahead(j), acc);
+                                      j * values.row_stride + head_offset + d0,
+                                      KvAheadDistance(values, j, last), acc);
   }
   for (; j < last; ++j) {
     AddValueRow<kInt8, false, kChunks>(w, num_keys, values, j,
-                                       j * values.row_stride + head_offset + d0, ahead(j), acc);
+                                       j * values.row_stride + head_offset + d0,
+                                       KvAheadDistance(values, j, last), acc);
   }
   // Unrolled with a constant bound: indexing acc by a run-time query would keep it in memory.
 #pragma GCC unroll 4

@@ -142,20 +142,20 @@ inline __m512 ReduceQueryQuad(const __m512 (&acc)[kKeys][kPairs], int g, int k) 
                        _mm512_shuffle_ps(keys01, keys23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// The scores of 4 keys (`tile`'s first) for queries [first, first + 4) from their reduced sums:
+// The scores of 4 keys (`key`, starting at `at`) for queries [first, first + 4) from their reduced sums:
 // · row scale · scale, as ScoreKeys does, after the tail of head_dim past the 8-float chunks one
 // fma at a time.
 template <bool kInt8>
 inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, const KvRows& keys,
-                            const KeyTile<4>& tile, float scale, float* scores,
+                            const int* key, const int64_t* at, float scale, float* scores,
                             int64_t score_stride) {
   const int body = block.head_dim / 8 * 8;
   if (body == block.head_dim) {
     if constexpr (kInt8) {
       const int h = block.kv_head;
-      const __m128 row_scales = _mm_setr_ps(
-          RowScaleOf<kInt8>(keys, tile.key[0], h), RowScaleOf<kInt8>(keys, tile.key[1], h),
-          RowScaleOf<kInt8>(keys, tile.key[2], h), RowScaleOf<kInt8>(keys, tile.key[3], h));
+      const __m128 row_scales =
+          _mm_setr_ps(RowScaleOf<kInt8>(keys, key[0], h), RowScaleOf<kInt8>(keys, key[1], h),
+                      RowScaleOf<kInt8>(keys, key[2], h), RowScaleOf<kInt8>(keys, key[3], h));
       sums = _mm512_mul_ps(sums, _mm512_broadcast_f32x4(row_scales));
     }  // an f32 row's scale is 1: sum · 1 is sum
     sums = _mm512_mul_ps(sums, _mm512_set1_ps(scale));
@@ -171,10 +171,8 @@ inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, con
     const float* q = block.query + (first + b) * block.query_stride;
     for (int e = 0; e < 4; ++e) {
       float sum = lanes[4 * b + e];
-      for (int d = body; d < block.head_dim; ++d)
-        sum = std::fma(q[d], keys.value(tile.at[e] + d), sum);
-      scores[b * score_stride + e] =
-          sum * RowScaleOf<kInt8>(keys, tile.key[e], block.kv_head) * scale;
+      for (int d = body; d < block.head_dim; ++d) sum = std::fma(q[d], keys.value(at[e] + d), sum);
+      scores[b * score_stride + e] = sum * RowScaleOf<kInt8>(keys, key[e], block.kv_head) * scale;
     }
   }
 }
@@ -186,11 +184,12 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
   const int chunks = block.head_dim / 8;
   const float* packed = PackQueryPairs<kPairs>(block, chunks);
   const int64_t head_bytes = block.head_dim * KvElementBytes(keys);
-  const int64_t head_offset = static_cast<int64_t>(block.kv_head) * block.head_dim;
   for (int j = 0; j < block.last_num_keys(); j += kKeys) {
-    for (int e = 0; e < kKeys; ++e)
-      PrefetchKv(keys, KvRowAhead(keys, j + e, block.last_num_keys(), head_offset), head_bytes);
     const KeyTile<kKeys> tile = MakeKeyTile<kKeys>(block, keys, j);
+    for (int e = 0; e < kKeys; ++e) {
+      PrefetchKv(keys, tile.at[e] + KvAheadDistance(keys, tile.key[e], block.last_num_keys()),
+                 head_bytes);
+    }
     __m512 acc[kKeys][kPairs];
     ScoreTile<kInt8, kPairs>(packed, chunks, keys, tile, acc);
     // Unrolled with constant bounds: a run-time quad index would keep acc in memory.
@@ -199,11 +198,9 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
       if (4 * g >= block.num_queries) break;
 #pragma GCC unroll 2
       for (int k = 0; k < kKeys; k += 4) {
-        KeyTile<4> quad;
-        std::copy_n(tile.key + k, 4, quad.key);
-        std::copy_n(tile.at + k, 4, quad.at);
-        StoreQuadScores<kInt8>(ReduceQueryQuad(acc, g, k), block, 4 * g, keys, quad, scale,
-                               scores + 4 * g * score_stride + j + k, score_stride);
+        StoreQuadScores<kInt8>(ReduceQueryQuad(acc, g, k), block, 4 * g, keys, tile.key + k,
+                               tile.at + k, scale, scores + 4 * g * score_stride + j + k,
+                               score_stride);
       }
     }
   }
@@ -255,7 +252,6 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   const int kv_head = block.kv_head, head_dim = block.head_dim;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   const int last = num_keys[kQueries - 1];
-  auto ahead = [&](int j) { return KvRowAhead(values, j, last, 0) - j * values.row_stride; };
   for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueVectors) {
     __mmask16 masks[kValueVectors];
     for (int c = 0; c < kValueVectors; ++c) {
@@ -273,14 +269,14 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
     // is +0, and 0 · inf is NaN).
     int j = 0;
     for (; j < num_keys[0]; ++j) {
-      AddValueRow<kInt8, true, kQueries, kValueVectors>(w, num_keys, values, kv_head, j,
-                                                        j * values.row_stride + head_offset + d0,
-                                                        ahead(j), dims, masks, acc);
+      AddValueRow<kInt8, true, kQueries, kValueVectors>(
+          w, num_keys, values, kv_head, j, j * values.row_stride + head_offset + d0,
+          KvAheadDistance(values, j, last), dims, masks, acc);
     }
     for (; j < last; ++j) {
-      AddValueRow<kInt8, false, kQueries, kValueVectors>(w, num_keys, values, kv_head, j,
-                                                         j * values.row_stride + head_offset + d0,
-                                                         ahead(j), dims, masks, acc);
+      AddValueRow<kInt8, false, kQueries, kValueVectors>(
+          w, num_keys, values, kv_head, j, j * values.row_stride + head_offset + d0,
+          KvAheadDistance(values, j, last), dims, masks, acc);
     }
     // Unrolled with a constant bound: indexing acc by a run-time query would keep it in memory.
 #pragma GCC unroll 8

@@ -28,11 +28,10 @@ inline void PrefetchKv(const KvRows& rows, int64_t at, int64_t bytes) {
 // The bytes of one element of `rows`.
 inline int64_t KvElementBytes(const KvRows& rows) { return rows.f32 != nullptr ? 4 : 1; }
 
-// Where row j's kv_head part is, kKvRowsAhead rows on (the last of `num_keys` at most), as
-// PrefetchKv's element offset; the walks over one row's dims subtract j · row_stride from it to
-// get the distance from the element they load.
-inline int64_t KvRowAhead(const KvRows& rows, int j, int num_keys, int64_t head_offset) {
-  return std::min(j + kKvRowsAhead, num_keys - 1) * rows.row_stride + head_offset;
+// Elements from any element of row j to the same one kKvRowsAhead rows on (of the `num_keys`
+// rows, the last at most): what a walk adds to the offset it loads to get the one it requests.
+inline int64_t KvAheadDistance(const KvRows& rows, int j, int num_keys) {
+  return (std::min(j + kKvRowsAhead, num_keys - 1) - j) * rows.row_stride;
 }
 
 }  // namespace zinf::cpu

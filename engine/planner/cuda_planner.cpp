@@ -89,9 +89,8 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
       static_cast<double>(batch) * checkpoint.config.vocab_size *
       (sizeof(float) / (bw.gpu_logits_d2h_gbps * 1e9) + bw.host_sample_seconds_per_logit);
   // The walks, or reading the cache's attended share, whichever is slower.
-  const int attended = workload.mean_context > 0 ? workload.mean_context : workload.max_context;
-  const double attended_share =
-      static_cast<double>(attended) / std::max(workload.max_context, attended);
+  const int attended = workload.attended_context();
+  const double attended_share = workload.attended_share();
   plan.gpu_attention_seconds_per_step =
       plan.kv_tier == Tier::kDevice
           ? std::max(attended_share * static_cast<double>(plan.kv_bytes) / (bw.device_gbps * 1e9),

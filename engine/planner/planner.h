@@ -3,6 +3,7 @@
 // throughput that placement predicts. `zinf plan` prints it; generate and bench run it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -105,6 +106,13 @@ struct Workload {
 
   // The limits Model runs this workload under: the memory model sizes a plan by them.
   ModelLimits limits() const;
+  // The positions a decode step's rows attend over: mean_context, else max_context.
+  int attended_context() const { return mean_context > 0 ? mean_context : max_context; }
+  // The share of a cache sized for max_context that a decode step reads.
+  double attended_share() const {
+    const int attended = attended_context();
+    return attended > 0 ? static_cast<double>(attended) / std::max(max_context, attended) : 0.0;
+  }
 };
 
 struct PlannerInputs {

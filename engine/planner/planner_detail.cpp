@@ -213,12 +213,9 @@ double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidt
 
 double CpuAttentionSeconds(const ModelConfig& config, const Workload& workload, uint64_t kv_bytes,
                            const Bandwidths& rates) {
-  const int attended = workload.mean_context > 0 ? workload.mean_context : workload.max_context;
-  if (attended <= 0) return 0;
-  const double share = static_cast<double>(attended) / std::max(workload.max_context, attended);
   const double flops = 4.0 * std::max(workload.batch_size, 1) * config.num_layers *
-                       config.num_heads * static_cast<double>(attended) * config.head_dim;
-  return std::max(share * static_cast<double>(kv_bytes) / (rates.dram_read_gbps * 1e9),
+                       config.num_heads * workload.attended_context() * config.head_dim;
+  return std::max(workload.attended_share() * kv_bytes / (rates.dram_read_gbps * 1e9),
                   flops / (rates.CpuAttentionGflops() * 1e9));
 }
 
