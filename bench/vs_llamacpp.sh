@@ -14,6 +14,10 @@
 # It also measures the DRAM read bandwidth with all cores (`zinf calibrate --dram-only`: median and
 # spread of 9 passes) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
 # (every matrix once, plus one embedding row; KV-cache reads are left out, small at 64 tokens).
+# A guest's bandwidth can move by half within minutes (a 2-core Zen 4 guest read 34 and 54 GB/s
+# ten minutes apart), so each tool's batch-1 decode is timed right after a probe of its own, in
+# every round, and its share of the bound is the median over the rounds of decode ÷ that probe's
+# bound.
 #
 # llama.cpp is not part of zinf and is not built here: build it yourself from its public source (CPU,
 # Release, -DGGML_NATIVE=ON) and give the directory holding llama-bench and llama-quantize.
@@ -156,14 +160,27 @@ EOF
 }
 
 # ------------------------------------------------------------------ runs
-llama_bench() {  # GGUF -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd"
-  local json="$work/llama-bench.json"
-  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128,512 -n 64 -r "$repeat" -o json \
+# The DRAM read rate now (GB/s): ZINF_DRAM_GBPS when given, else zinf's probe.
+dram_probe() {
+  if [ -n "${ZINF_DRAM_GBPS:-}" ]; then
+    echo "$ZINF_DRAM_GBPS"
+  else
+    "$zinf" calibrate --dram-only --threads "$threads" |
+      "$py" -c 'import json,sys; print(json.load(sys.stdin)["dram_read_gbps"])'
+  fi
+}
+
+# -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd"; batch-1 decode first, right after the caller's probe.
+llama_bench() {  # GGUF
+  local tg_json="$work/llama-bench-tg.json" json="$work/llama-bench.json"
+  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 0 -n 64 -r "$repeat" -o json \
+    > "$tg_json" 2>> "$log"
+  "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128,512 -n 0 -r "$repeat" -o json \
     > "$json" 2>> "$log"
-  cat "$json" >> "$log"
-  "$py" - "$json" <<'EOF'
+  cat "$tg_json" "$json" >> "$log"
+  "$py" - "$json" "$tg_json" <<'EOF'
 import json, sys
-rows = json.load(open(sys.argv[1]))
+rows = json.load(open(sys.argv[1])) + json.load(open(sys.argv[2]))
 pp = {r["n_prompt"]: r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0}
 tg = next(r for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0)
 print(pp[128]["avg_ts"], pp[128]["stddev_ts"], pp[512]["avg_ts"], pp[512]["stddev_ts"],
@@ -207,9 +224,10 @@ print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], p5["prefill_tok_s"][
 EOF
 }
 
-# Rounds' results ("pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32" per line, both tools alike) ->
-# one line: the median of each measure over the rounds; as its spread, the rounds' standard
-# deviation (one round: the tool's own).
+# Rounds' results ("pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32 probe_gbps" per line, both tools
+# alike) -> one line: the median of each measure over the rounds; as its spread, the rounds'
+# standard deviation (one round: the tool's own); then the probes' lowest and highest and the
+# median over the rounds of tg ÷ probe (tok/s per GB/s: × bytes per token, the share of the bound).
 combine_rounds() {
   "$py" -c '
 import statistics, sys
@@ -222,6 +240,8 @@ for i in range(8):
         out.append(statistics.stdev(means) if len(rounds) > 1 else values[0])
     else:
         out.append(statistics.median(values))
+probes = [r[8] for r in rounds]
+out += [min(probes), max(probes), statistics.median(r[4] / r[8] for r in rounds)]
 print(*out)'
 }
 
@@ -258,23 +278,26 @@ for shape in "${shape_list[@]}"; do
     zinf_rounds=
     for ((round = 1; round <= rounds; round++)); do
       note "$shape $label: llama-bench on $(basename "$gguf") (round $round of $rounds)"
-      peer_rounds+="$(llama_bench "$gguf") $(llama_batched "$gguf")"$'\n'
+      probe=$(dram_probe)
+      peer_rounds+="$(llama_bench "$gguf") $(llama_batched "$gguf") $probe"$'\n'
       note "$shape $label: zinf bench on $(basename "$zdir") (round $round of $rounds)"
-      zinf_rounds+="$(zinf_bench "$zdir")"$'\n'
+      probe=$(dram_probe)
+      zinf_rounds+="$(zinf_bench "$zdir") $probe"$'\n'
     done
     res=$(combine_rounds <<< "$peer_rounds")
-    read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 <<< "$res"
+    read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 l_lo l_hi l_per_gbps <<< "$res"
     res=$(combine_rounds <<< "$zinf_rounds")
-    read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 <<< "$res"
+    read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 z_lo z_hi z_per_gbps <<< "$res"
     row() {
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" "$zbytes" "$lbytes" \
-        >> "$rows"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" \
+        "$zbytes" "$lbytes" >> "$rows"
     }
-    row tg64 "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd"
-    row pp128 "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd"
-    row pp512 "$z_p5" "$z_p5_sd" "$l_p5" "$l_p5_sd"
-    row "decode x8" "$z_b8" 0 "$l_b8" 0
-    row "decode x32" "$z_b32" 0 "$l_b32" 0
+    probes=("$z_lo" "$z_hi" "$z_per_gbps" "$l_lo" "$l_hi" "$l_per_gbps")
+    row tg64 "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd" "${probes[@]}"
+    row pp128 "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd" 0 0 0 0 0 0
+    row pp512 "$z_p5" "$z_p5_sd" "$l_p5" "$l_p5_sd" 0 0 0 0 0 0
+    row "decode x8" "$z_b8" 0 "$l_b8" 0 0 0 0 0 0 0
+    row "decode x32" "$z_b32" 0 "$l_b32" 0 0 0 0 0 0 0
   done
 done
 
@@ -312,29 +335,33 @@ print("zinf %s vs %s %s; %s threads, %s repeats%s"
       % (os.environ["VS_ZINF_VERSION"], peer, os.environ["VS_LLAMA_COMMIT"], threads, repeat,
          "" if rounds == 1 else "; medians of %d alternating rounds, ± the rounds' spread" % rounds))
 print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate --dram-only`) "
-      "%.1f GB/s, median (%s); load average at the end %s"
+      "at the start %.1f GB/s, median (%s); load average at the end %s"
       % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2", l3 >> 20, threads,
          bw / 1e9, os.environ["VS_DRAM_SPREAD"], os.environ["VS_LOAD"]))
 print()
 print("| shape | dtype | test | zinf tok/s | %s tok/s | zinf / %s "
-      "| bound tok/s (zinf bytes/token) | zinf %% of bound | %s %% of bound |" % (peer, peer, peer))
+      "| bound tok/s (zinf bytes/token; DRAM GB/s probed before zinf's runs) | zinf %% of bound "
+      "| %s %% of bound (its own probes) |" % (peer, peer, peer))
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 notes = set()
 for shape, label, test, *rest in rows:
     if test == "skipped":
         print("| %s | %s | - | skipped | | | | | |" % (shape, label))
         continue
-    z, zsd, l, lsd, zb, lb = (float(x) for x in rest)
+    z, zsd, l, lsd, z_lo, z_hi, z_per_gbps, l_lo, l_hi, l_per_gbps, zb, lb = (
+        float(x) for x in rest)
     cells = [shape, label, test, "%.2f ± %.2f" % (z, zsd), "%.2f ± %.2f" % (l, lsd), "%.2f" % (z / l)]
     if test == "tg64":
-        zbound, lbound = bw / zb, bw / lb
         mark = ""
         if l3 and zb < l3:
             mark = " *"
             notes.add("* the weights read per token fit in the L3 cache: the DRAM bound understates "
                       "what is possible")
-        cells += ["%.1f (%.0f MB)%s" % (zbound, zb / 1e6, mark), "%.0f%%" % (100 * z / zbound),
-                  "%.0f%%" % (100 * l / lbound)]
+        probed = "%.1f" % z_lo if round(z_lo, 1) == round(z_hi, 1) else "%.1f-%.1f" % (z_lo, z_hi)
+        cells += ["%.1f-%.1f (%.0f MB; %s GB/s)%s" % (z_lo * 1e9 / zb, z_hi * 1e9 / zb, zb / 1e6,
+                                                   probed, mark),
+                  "%.0f%%" % (100 * z_per_gbps * zb / 1e9),
+                  "%.0f%% (%.1f-%.1f GB/s)" % (100 * l_per_gbps * lb / 1e9, l_lo, l_hi)]
     else:
         cells += ["n/a", "n/a", "n/a"]
     print("| " + " | ".join(cells) + " |")
