@@ -105,10 +105,14 @@ inline __attribute__((always_inline)) void Q4BlockPairs(const uint8_t* const (&r
 // kRows rows × kTokens tokens; product i = r · kTokens + t lands in lane i % 8 of acc[i / 8]. Per
 // group, each product's exact sum (int16 pair sums over the group's blocks, widened once), eight
 // products' at once (SumEach), then fma'd with their factors. The loops carry unroll pragmas so
-// that GCC keeps the tile in registers (see matmul_quant.cpp).
+// that GCC keeps the tile in registers (see matmul_quant.cpp). The full 2 × 4 tile (`token` a
+// multiple of 4) reads its factors from `quad_factors` (PackFactorsByTokenGroup's, 4 tokens to a
+// group), the others from xa.
 template <int kRows, int kTokens>
 void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
-            int64_t row_step, float (&results)[kRows][kTokens]) {
+            int64_t row_step, const float* quad_factors, float (&results)[kRows][kTokens]) {
+  constexpr bool kFullTile = kRows == 2 && kTokens == 4;
+  const float* tile_factors = kFullTile ? quad_factors + token / 4 * xa.groups * 8 : nullptr;
   constexpr int kProducts = kRows * kTokens, kGroups = (kProducts + 7) / 8;
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
@@ -131,11 +135,11 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
 #pragma GCC unroll 4
     for (int i = 0; i < kGroups; ++i) {
       __m256 factors;
-      if constexpr (kRows == 2 && kTokens == 4) {
+      if constexpr (kFullTile) {
         // The full tile (prefill's): [row 0's scale × 4 tokens' | row 1's × the same 4], the
         // products one vector multiply, where converting and multiplying each lane apart had
         // cost more than the tile's integer work.
-        const __m128 token_scales = _mm_loadu_ps(&xa.scales[g * xa.tokens + token]);
+        const __m128 token_scales = _mm_loadu_ps(tile_factors + g * 8);
         const __m256 row_scales =
             _mm256_setr_m128(_mm_set1_ps(_cvtsh_ss(w.q4_params(row)[2 * g])),
                              _mm_set1_ps(_cvtsh_ss(w.q4_params(row + row_step)[2 * g])));
@@ -163,7 +167,9 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
   __m256 minimums[kRows];
   for (int r = 0; r < kRows; ++r) minimums[r] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
-    const __m256 factors = _mm256_maskload_ps(xa.group_min_factors(g) + token, token_lanes);
+    const float* group_factors =
+        kFullTile ? tile_factors + g * 8 + 4 : xa.group_min_factors(g) + token;
+    const __m256 factors = _mm256_maskload_ps(group_factors, token_lanes);
     for (int r = 0; r < kRows; ++r) {
       const __m256 minimum = _mm256_set1_ps(_cvtsh_ss(w.q4_params(row + r * row_step)[2 * g + 1]));
       minimums[r] = _mm256_fmadd_ps(minimum, factors, minimums[r]);
@@ -248,12 +254,14 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                   int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  const float* quad_factors =
+      xa.tokens >= 4 ? PackFactorsByTokenGroup(xa, 0, xa.tokens, 4) : nullptr;
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
     if constexpr (kRows == 8 && kTokens == 1) {
       Q4DecodeTile(xa, t, w, r, row_step, results);
     } else {
-      Q4Tile<kRows, kTokens>(xa, t, w, r, row_step, results);
+      Q4Tile<kRows, kTokens>(xa, t, w, r, row_step, quad_factors, results);
     }
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };

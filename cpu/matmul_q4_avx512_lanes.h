@@ -8,11 +8,9 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "cpu/matmul_q4_avx512_tiles.h"
 #include "cpu/q4_activations.h"
@@ -119,30 +117,6 @@ struct LaneFactors {
 // few tokens, but with hundreds each group's are a page apart.
 inline LaneFactors GroupMajorFactors(const Q4Activations& xa, int64_t token) {
   return {xa.scales + token, xa.min_factors + token, xa.tokens};
-}
-
-// Tokens [token_begin, token_end)'s factors copied lane group by lane group (16 tokens): group
-// g's 16 scales then its 16 minimum factors, so a tile walking the groups reads one stream
-// (512 tokens group-major: each group's a new page, 1.1B int4 prefill of 512 tokens ~1.15x
-// slower per token than of 128 on Zen 4). Into a buffer owned by the calling thread, grown
-// only; lane group G's factors start at G · groups · 32.
-inline const float* PackLaneFactors(const Q4Activations& xa, int64_t token_begin,
-                                    int64_t token_end) {
-  thread_local std::vector<float> packed;
-  const int64_t lane_groups = (token_end - token_begin + 15) / 16;
-  const auto size = static_cast<size_t>(lane_groups * xa.groups * 32);
-  if (packed.size() < size) packed.resize(size);
-  for (int64_t lane_group = 0; lane_group < lane_groups; ++lane_group) {
-    const int64_t first = token_begin + lane_group * 16;
-    const int64_t count = std::min<int64_t>(16, token_end - first);
-    float* dst = packed.data() + lane_group * xa.groups * 32;
-    for (int64_t g = 0; g < xa.groups; ++g, dst += 32) {
-      std::fill(dst, dst + 32, 0.0f);
-      std::copy_n(xa.scales + g * xa.tokens + first, count, dst);
-      std::copy_n(xa.min_factors + g * xa.tokens + first, count, dst + 16);
-    }
-  }
-  return packed.data();
 }
 
 // Rows [row, row + kRows) (prepared in `unpacked`) × tokens [token, token + tokens) whose values

@@ -2,6 +2,7 @@
 // minimum factor moved to the group-major tables the tiles read.
 #include "cpu/q4_activations.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <numeric>
 #include <vector>
@@ -54,6 +55,24 @@ Q4Activations PrepareQ4Activations(const float* x, int64_t x_stride, int64_t num
   buffers.prepared = {values, scales, min_factors, num_tokens, groups, group_size};
   buffers.key = key;
   return buffers.prepared;
+}
+
+const float* PackFactorsByTokenGroup(const Q4Activations& xa, int64_t token_begin,
+                                     int64_t token_end, int lanes) {
+  thread_local std::vector<float> packed;
+  const int64_t token_groups = (token_end - token_begin + lanes - 1) / lanes;
+  float* out = Grown(packed, token_groups * xa.groups * 2 * lanes);
+  for (int64_t k = 0; k < token_groups; ++k) {
+    const int64_t first = token_begin + k * lanes;
+    const int64_t count = std::min<int64_t>(lanes, token_end - first);
+    for (int64_t g = 0; g < xa.groups; ++g) {
+      float* dst = out + (k * xa.groups + g) * 2 * lanes;
+      std::fill(dst, dst + 2 * lanes, 0.0f);
+      std::copy_n(xa.scales + g * xa.tokens + first, count, dst);
+      std::copy_n(xa.min_factors + g * xa.tokens + first, count, dst + lanes);
+    }
+  }
+  return out;
 }
 
 }  // namespace zinf::cpu
