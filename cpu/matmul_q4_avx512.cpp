@@ -255,7 +255,8 @@ struct Walk {
     StoreTile<kDecodeRows, kTokens>(results, bias, out, out_stride, tile.row, token, tile.row_step);
   }
 
-  // Rows [r, r + kRows) unpacked once, then lane groups [group_begin, group_end) over them.
+  // Rows [r, r + kRows) unpacked (once per block of lane groups), then lane groups
+  // [group_begin, group_end) over them.
   template <int kRows>
   void LaneRows(const Q8TokenLanes& lanes, const float* lane_factors, int64_t token_begin,
                 int64_t token_end, int64_t r, bool prefetch, int64_t group_begin,

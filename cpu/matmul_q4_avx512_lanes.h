@@ -119,8 +119,8 @@ inline LaneFactors GroupMajorFactors(const Q4Activations& xa, int64_t token) {
   return {xa.scales + token, xa.min_factors + token, xa.tokens};
 }
 
-// Rows [row, row + kRows) (prepared in `unpacked`) × tokens [token, token + tokens) whose values
-// are in kLanes lanes, block b's at `values` + b · 8 · 4 · kLanes, and whose factors `factors`
+// Rows [row, row + kRows) (prepared in `unpacked`) × the `tokens` tokens whose values are in
+// kLanes lanes, block b's at `values` + b · 8 · 4 · kLanes, and whose factors `factors`
 // gives; `prefetch`, when set, asks for the next kRows rows.
 template <int kRows, int kLanes>
 void TokenLaneTile(const std::byte* values, const Q4Activations& xa, LaneFactors factors,

@@ -243,8 +243,9 @@ void DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, Tile
 // for block 4q + i. A row's quad is one line, each 128-bit lane one block's 16 bytes, whose low
 // nibbles are the block's values 0-15 and high nibbles 16-31: two vpdpbusd against the token's
 // blocks split the same way leave each lane's four dwords summing to its block's sum. Each row's
-// line `prefetch_offset` bytes further on is fetched into L2 (0: the line itself, a no-op), so a
-// prefetch costs one instruction on the address already in a register.
+// line `prefetch_offset` bytes further on is fetched into L2, one instruction on the address
+// already in a register; with offset 0 (no next tile, or prefetching measured off) it asks for the
+// line being loaded, which changes nothing but still costs that instruction (16 per quad).
 ZINF_Q4_INLINE void QuadBlockSums(const uint8_t* const (&rows)[kDecodeRows], int64_t q,
                                   const int8_t* x, int64_t prefetch_offset, __m512i (&sums)[4]) {
   const __m512i first = _mm512_loadu_si512(x + 128 * q);  // blocks 4q, 4q + 1: 32 values each
