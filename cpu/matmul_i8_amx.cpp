@@ -153,8 +153,7 @@ void StoreChains(const float (&chains)[kTileRows][16], const QuantRows& w, int64
 void AmxWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, const Weight& bias,
              float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   _tile_loadconfig(&AmxBlockTileConfig());
-  const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
-  const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+  const int64_t step = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kBlockBytes);
   struct alignas(64) Chains {
     float lanes[kTileRows][16];
   };

@@ -102,8 +102,7 @@ void LaneRows(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w,
 void LaneWalk(const Q8TokenLanes& lanes, int64_t num_tokens, const QuantRows& w, const Weight& bias,
               float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
   // Groups in blocks that stay in L2 while the rows pass over them.
-  const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
-  const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+  const int64_t step = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kBlockBytes);
   for (int64_t g = 0; g < lanes.groups; g += step) {
     const int64_t g_end = std::min(lanes.groups, g + step);
     int64_t r = row_begin;

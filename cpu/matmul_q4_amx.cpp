@@ -222,8 +222,7 @@ void AmxWalk(const Q8TokenLanes& lanes, const Q4Activations& xa, int64_t num_tok
   thread_local RowParams params;
   auto* unpacked = reinterpret_cast<uint8_t*>(
       AlignedThreadScratch<RowParams>(static_cast<size_t>(kTileRows * stride)));
-  const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kBlockBytes);
-  const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+  const int64_t step = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kBlockBytes);
   for (int64_t first = 0; first < lanes.groups; first += step) {
     const int64_t last = std::min(lanes.groups, first + step);
     if (static_cast<int64_t>(chains.size()) < last - first) chains.resize(last - first);

@@ -280,8 +280,7 @@ struct Walk {
                 int64_t row_begin, int64_t row_end) const {
     const float* factors =
         PackFactorsByTokenGroup(xa, token_begin, token_end, Q8TokenLanes::kLanes);
-    const int64_t group_bytes = std::max<int64_t>(1, lanes.blocks * Q8TokenLanes::kValueBytes);
-    const int64_t step = std::max<int64_t>(1, kTokenBlockBytes / group_bytes);
+    const int64_t step = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kValueBytes);
     for (int64_t g = 0; g < lanes.groups; g += step) {
       const int64_t g_end = std::min(lanes.groups, g + step);
       int64_t r = row_begin;

@@ -16,6 +16,12 @@ namespace zinf::cpu {
 // Activation bytes per token block: most of a 2 MiB L2, leaving room for the weight rows.
 inline constexpr int64_t kTokenBlockBytes = int64_t{768} << 10;
 
+// How many groups of tokens in lanes, `group_bytes` each, one token block holds (at least one):
+// the token-lane kernels pass every row tile over that many before the next.
+inline int64_t LaneGroupsPerTokenBlock(int64_t group_bytes) {
+  return std::max<int64_t>(1, kTokenBlockBytes / std::max<int64_t>(1, group_bytes));
+}
+
 // At least `bytes` of 64-byte-aligned scratch owned by the calling thread, one buffer per Owner
 // (buffers alive at the same time need different owners). Grown only, so the step loop stops
 // allocating once it has seen its largest call; valid until the thread's next call for Owner.
