@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/dot.h"
 
@@ -28,16 +29,41 @@ __attribute__((target("avx2,fma"))) int64_t AddSquaresAvx2(const float* x, int64
   return c;
 }
 
-__attribute__((target("avx2,fma"))) int64_t ScaleAvx2(const float* x, float scale,
-                                                      const float* weight, int64_t cols,
-                                                      float* dst) {
+// Eight of the norm's weights as floats: F16C and the bf16 shift convert exactly what
+// WeightValue does.
+template <DType kType>
+__attribute__((target("avx2,fma,f16c"))) inline __m256 LoadWeights(const void* weight, int64_t c) {
+  if constexpr (kType == DType::kF32) {
+    return _mm256_loadu_ps(static_cast<const float*>(weight) + c);
+  } else {
+    const __m128i bits =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(weight) + c));
+    if constexpr (kType == DType::kF16) return _mm256_cvtph_ps(bits);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  }
+}
+
+template <DType kType>
+__attribute__((target("avx2,fma,f16c"))) int64_t ScaleAvx2(const float* x, float scale,
+                                                           const void* weight, int64_t cols,
+                                                           float* dst) {
   const __m256 s = _mm256_set1_ps(scale);
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
     _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s),
-                                            _mm256_loadu_ps(weight + c)));
+                                            LoadWeights<kType>(weight, c)));
   }
   return c;
+}
+
+int64_t ScaleByWeightsAvx2(const float* x, float scale, const Weight& weight, int64_t cols,
+                           float* dst) {
+  switch (weight.dtype) {
+    case DType::kF32: return ScaleAvx2<DType::kF32>(x, scale, weight.data, cols, dst);
+    case DType::kF16: return ScaleAvx2<DType::kF16>(x, scale, weight.data, cols, dst);
+    case DType::kBF16: return ScaleAvx2<DType::kBF16>(x, scale, weight.data, cols, dst);
+    default: return 0;  // quantised norm weights (none are written) take the portable loop
+  }
 }
 
 }  // namespace
@@ -57,9 +83,7 @@ void RmsNormRow(const float* x, const Weight& weight, float eps, int64_t cols, f
   for (; c < cols; ++c) sum_squares += static_cast<double>(x[c]) * x[c];
   const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / cols + eps));
   c = 0;
-  if (isa >= CpuIsa::kAvx2 && weight.dtype == DType::kF32) {
-    c = ScaleAvx2(x, scale, static_cast<const float*>(weight.data), cols, dst);
-  }
+  if (isa >= CpuIsa::kAvx2) c = ScaleByWeightsAvx2(x, scale, weight, cols, dst);
   for (; c < cols; ++c) dst[c] = x[c] * scale * WeightValue(weight, c);
 }
 

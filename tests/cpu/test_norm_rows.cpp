@@ -1,5 +1,5 @@
 // RmsNormRow: the portable form agrees with a float64 RMSNorm, and the AVX2 form gives its bits
-// (f32 and bf16 weights, widths with and without a tail of 8, in place).
+// (f32, f16 and bf16 weights, widths with and without a tail of 8, in place).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 
 #include "cpu/matmul.h"
 #include "cpu/norm_rows.h"
+#include "engine/dtype.h"
 #include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
 
@@ -24,13 +25,15 @@ void ForEachNormRow(Check check) {
   for (int64_t cols : {1, 7, 8, 13, 64, 768, 773}) {
     const std::vector<float> x = RandomValues(cols, 20 + cols);
     const std::vector<float> weight_values = RandomValues(cols, 40 + cols);
-    std::vector<uint16_t> bf16(cols);
+    std::vector<uint16_t> bf16(cols), f16(cols);
     for (int64_t c = 0; c < cols; ++c) {
       uint32_t bits;
       std::memcpy(&bits, &weight_values[c], 4);
       bf16[c] = static_cast<uint16_t>(bits >> 16);
+      f16[c] = F32ToF16(weight_values[c]);
     }
     for (const Weight& weight : {Weight{weight_values.data(), DType::kF32, 1, cols, 0},
+                                 Weight{f16.data(), DType::kF16, 1, cols, 0},
                                  Weight{bf16.data(), DType::kBF16, 1, cols, 0}}) {
       INFO("cols " << cols << " " << DTypeName(weight.dtype));
       std::vector<float> portable(cols);
