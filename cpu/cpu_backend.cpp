@@ -8,6 +8,7 @@
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
 #include "cpu/norm_rows.h"
+#include "cpu/shared_activations.h"
 #include "cpu/silu.h"
 #include "cpu/tile_prefetch.h"
 #include "engine/error.h"
@@ -86,6 +87,11 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
   // projection, and each thread packs x once for all of them. Each thread reads its rows once
   // for every token.
   const uint64_t x_version = cpu::NewActivationVersion();
+  const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
+  const cpu::SharedActivations shared =
+      projections.empty() ? cpu::SharedActivations{}
+                          : cpu::PrepareSharedActivations(pool_, Rows(x), x.cols, x.rows, x.cols,
+                                                          projections[0].w, isa);
   pool_.ParallelFor(
       total_rows,
       [&](int64_t begin, int64_t end) {
@@ -95,7 +101,7 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
           const int64_t to = std::min(end, first_row + p.w.rows) - first_row;
           if (from < to) {
             cpu::MatMulRows(Rows(x), x.cols, x.rows, p.w, p.bias, Rows(p.out), p.out.cols, from, to,
-                            cpu::ActiveCpuIsa(), x_version);
+                            isa, x_version, &shared);
           }
           first_row += p.w.rows;
         }

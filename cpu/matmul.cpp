@@ -153,10 +153,10 @@ void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const 
 
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                int64_t row_end, CpuIsa isa, uint64_t x_version) {
+                int64_t row_end, CpuIsa isa, uint64_t x_version, const SharedActivations* shared) {
   if (IsQuantized(w.dtype)) {
     MatMulRowsQuantized(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa,
-                        x_version);
+                        x_version, shared);
     return;
   }
   if (isa >= CpuIsa::kAvx512 && num_tokens >= 2) {

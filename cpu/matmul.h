@@ -10,15 +10,19 @@
 
 namespace zinf::cpu {
 
+struct SharedActivations;
+
 // out[t * out_stride + r] = dot(x[t * x_stride : +w.cols], w[r]) + bias[r], for tokens
 // [0, num_tokens) and weight rows [row_begin, row_end). bias may be empty.
 // Runs at ActiveCpuIsa() unless `isa` says otherwise (tests compare the levels).
 // x_version, when not 0, promises that x's contents are the same in every call on this thread
 // with that version (from NewActivationVersion()), so a kernel may reuse its packing of x between
-// the products of one input (q, k and v; gate and up).
+// the products of one input (q, k and v; gate and up). `shared`, when it serves w, holds x
+// already quantized for every thread (cpu/shared_activations.h).
 void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                 const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                int64_t row_end, CpuIsa isa = ActiveCpuIsa(), uint64_t x_version = 0);
+                int64_t row_end, CpuIsa isa = ActiveCpuIsa(), uint64_t x_version = 0,
+                const SharedActivations* shared = nullptr);
 
 // A version no earlier call has had, process-wide.
 uint64_t NewActivationVersion();

@@ -19,6 +19,7 @@
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx2.h"
+#include "cpu/shared_activations.h"
 #include "cpu/tiling.h"
 #include "cpu/transpose_avx2.h"
 #include "engine/dtype.h"
@@ -275,10 +276,12 @@ void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bia
 
 void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
               const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-              int64_t row_end, CpuIsa isa, uint64_t x_version) {
+              int64_t row_end, CpuIsa isa, uint64_t x_version, const SharedActivations* shared) {
   const QuantRows rows(w);
-  const Q4Activations xa = PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size,
-                                                isa != CpuIsa::kPortable, x_version);
+  const Q4Activations xa = shared && shared->Serves(w, isa)
+                               ? shared->q4
+                               : PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size,
+                                                      isa != CpuIsa::kPortable, x_version);
   if (isa == CpuIsa::kAmx) {
     MatMulQ4Amx(xa, rows, bias, out, out_stride, row_begin, row_end);
   } else if (isa >= CpuIsa::kAvx512) {

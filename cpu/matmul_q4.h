@@ -12,9 +12,12 @@
 
 namespace zinf::cpu {
 
+struct SharedActivations;
+
 // w.dtype is kQ4.
 void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
               const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-              int64_t row_end, CpuIsa isa, uint64_t x_version = 0);
+              int64_t row_end, CpuIsa isa, uint64_t x_version = 0,
+              const SharedActivations* shared = nullptr);
 
 }  // namespace zinf::cpu

@@ -20,6 +20,7 @@
 #include "cpu/q8_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx2.h"
+#include "cpu/shared_activations.h"
 #include "cpu/tiling.h"
 #include "engine/quantized.h"
 
@@ -163,15 +164,19 @@ void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, 
 
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, CpuIsa isa, uint64_t x_version) {
+                         int64_t row_end, CpuIsa isa, uint64_t x_version,
+                         const SharedActivations* shared) {
   if (w.dtype == DType::kQ4) {
-    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa, x_version);
+    MatMulQ4(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end, isa, x_version,
+             shared);
     return;
   }
-  // Once per call (or per input, x_version): the kernels that hand tokens or rows on to a
-  // narrower one pass these along.
-  const Q8Activations xq =
-      QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols, isa != CpuIsa::kPortable, x_version);
+  // Once per call (or per input, x_version; or for all threads, shared): the kernels that hand
+  // tokens or rows on to a narrower one pass these along.
+  const Q8Activations xq = shared && shared->Serves(w, isa)
+                               ? shared->q8
+                               : QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols,
+                                                       isa != CpuIsa::kPortable, x_version);
   if (isa == CpuIsa::kPortable) {
     MatMulI8Portable(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
   } else if (isa == CpuIsa::kAmx) {

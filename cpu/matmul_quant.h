@@ -11,9 +11,12 @@
 
 namespace zinf::cpu {
 
+struct SharedActivations;
+
 // w.dtype is kI8 or kQ4; see MatMulRows for the arguments.
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end, CpuIsa isa, uint64_t x_version = 0);
+                         int64_t row_end, CpuIsa isa, uint64_t x_version = 0,
+                         const SharedActivations* shared = nullptr);
 
 }  // namespace zinf::cpu

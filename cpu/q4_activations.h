@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace zinf::cpu {
 
@@ -23,6 +24,33 @@ struct Q4Activations {
   float min_factor(int64_t t, int64_t g) const { return min_factors[g * tokens + t]; }
   const float* group_min_factors(int64_t g) const { return min_factors + g * tokens; }
 };
+
+// Where PrepareQ4Tokens writes: Q4Activations' layout for `tokens` tokens, in buffers the caller
+// owns.
+struct Q4ActivationStore {
+  int8_t* values = nullptr;
+  float* scales = nullptr;
+  float* min_factors = nullptr;
+  int64_t tokens = 0;
+  int64_t groups = 0;
+  int group_size = 0;
+
+  Q4Activations view() const { return {values, scales, min_factors, tokens, groups, group_size}; }
+};
+
+// Buffers a Q4ActivationStore lives in, grown only.
+struct Q4Buffers {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  std::vector<float> min_factors;
+};
+Q4ActivationStore GrowQ4Buffers(Q4Buffers& buffers, int64_t num_tokens, int64_t cols,
+                                int group_size);
+
+// Tokens [token_begin, token_end) of x quantized into their places in `store`: threads that share
+// one store each prepare their own tokens (the bits do not depend on who does).
+void PrepareQ4Tokens(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
+                     int64_t cols, bool use_avx2, const Q4ActivationStore& store);
 
 // Quantizes every token row of x ([num_tokens] rows of `cols`, `x_stride` apart) into buffers
 // owned by the calling thread, grown only (the step loop stops allocating once it has seen its

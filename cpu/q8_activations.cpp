@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/grown_buffer.h"
+
 namespace zinf::cpu {
 
 namespace {
@@ -113,6 +115,15 @@ void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, 
   }
 }
 
+void QuantizeTokensQ8(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
+                      int64_t cols, bool use_avx2, int8_t* values, float* scales) {
+  const int64_t blocks = Q8Blocks(cols);
+  for (int64_t t = token_begin; t < token_end; ++t) {
+    QuantizeRowQ8(x + t * x_stride, cols, values + t * blocks * kQ8BlockElements,
+                  scales + t * blocks, use_avx2);
+  }
+}
+
 Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t num_tokens,
                                     int64_t cols, bool use_avx2, uint64_t x_version) {
   thread_local Buffer buffer;
@@ -120,14 +131,9 @@ Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t nu
   const QuantizedInputKey key{x, x_stride, num_tokens, cols, kQ8BlockElements, use_avx2, x_version};
   if (key.Reusable(buffer.key)) return {buffer.values.data(), buffer.scales.data(), blocks};
   buffer.key = {};  // while the buffer is being rewritten
-  const auto value_count = static_cast<size_t>(num_tokens * blocks * kQ8BlockElements);
-  const auto scale_count = static_cast<size_t>(num_tokens * blocks);
-  if (buffer.values.size() < value_count) buffer.values.resize(value_count);
-  if (buffer.scales.size() < scale_count) buffer.scales.resize(scale_count);
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    QuantizeRowQ8(x + t * x_stride, cols, buffer.values.data() + t * blocks * kQ8BlockElements,
-                  buffer.scales.data() + t * blocks, use_avx2);
-  }
+  QuantizeTokensQ8(x, x_stride, 0, num_tokens, cols, use_avx2,
+                   Grown(buffer.values, num_tokens * blocks * kQ8BlockElements),
+                   Grown(buffer.scales, num_tokens * blocks));
   buffer.key = key;
   return {buffer.values.data(), buffer.scales.data(), blocks};
 }

@@ -36,6 +36,12 @@ struct Q8Activations {
   Q8Activations from(int64_t t) const { return {token_values(t), token_scales(t), blocks}; }
 };
 
+// QuantizeRowQ8 for tokens [token_begin, token_end) of x, each into its place in the caller's
+// buffers (values: blocks × 32 per token, scales: blocks per token, from token 0): threads that
+// share one buffer each quantize their own tokens.
+void QuantizeTokensQ8(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
+                      int64_t cols, bool use_avx2, int8_t* values, float* scales);
+
 // What a thread's activation buffer last holds. A call whose key equals it, with a version other
 // than 0 (cpu::MatMulRows' x_version: x unchanged), returns the buffer as it is: q, k and v (gate
 // and up) quantize their common input once per thread instead of once per projection.

@@ -14,6 +14,8 @@
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/matmul_quant.h"
 #include "cpu/q8_activations.h"
+#include "cpu/shared_activations.h"
+#include "cpu/thread_pool.h"
 #include "engine/quantized.h"
 #include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
@@ -476,6 +478,39 @@ TEST_CASE("quantized matmul: one x_version quantizes x once, a new one quantizes
                           cpu::ActiveCpuIsa(), 0);
           INFO(DTypeName(dtype) << " group " << group_size << " input " << input);
           CHECK(shared == fresh);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized matmul: activations quantized once for all threads give each thread's bits") {
+  // PrepareSharedActivations splits the tokens between the pool's threads; every product that
+  // reads them must equal the one whose thread quantized x itself, at every level this CPU runs.
+  cpu::ThreadPool pool(3);
+  const int64_t rows = 20, cols = 320;
+  for (cpu::CpuIsa isa :
+       {cpu::CpuIsa::kPortable, cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512, cpu::CpuIsa::kAmx}) {
+    if (cpu::BestCpuIsa() < isa) continue;
+    for (DType dtype : {DType::kI8, DType::kQ4}) {
+      for (int group_size : {32, 64, 128}) {
+        if (dtype == DType::kI8 && group_size != 32) continue;
+        const QuantizedMatrix q(RandomValues(rows * cols, 71), dtype, rows, cols, group_size);
+        for (int64_t tokens : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{70}}) {
+          const std::vector<float> x = RandomValues(tokens * cols, 72 + tokens);
+          const cpu::SharedActivations shared =
+              cpu::PrepareSharedActivations(pool, x.data(), cols, tokens, cols, q.weight, isa);
+          INFO(cpu::CpuIsaName(isa)
+               << " " << DTypeName(dtype) << " group " << group_size << " tokens " << tokens);
+          // From 32 tokens up the pool shares the work (below, each thread quantizes for itself).
+          CHECK(shared.Serves(q.weight, isa) == (tokens >= 32));
+          std::vector<float> with_shared(tokens * rows), own(tokens * rows);
+          cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, with_shared.data(), rows, 0, 7, isa,
+                          0, &shared);
+          cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, with_shared.data(), rows, 7, rows,
+                          isa, 0, &shared);
+          cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, own.data(), rows, 0, rows, isa, 0);
+          CHECK(std::memcmp(with_shared.data(), own.data(), own.size() * sizeof(float)) == 0);
         }
       }
     }
