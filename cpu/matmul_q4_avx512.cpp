@@ -234,14 +234,14 @@ struct Walk {
     }
     PairRows<2>(token, count, r, row_end);
   }
-  void DecodeTokens(int64_t token, int64_t count, TileRows tile) const {
+  void DecodeTokens(int64_t token, int64_t count, const TileRows& tile) const {
     [&]<int... kCount>(std::integer_sequence<int, kCount...>) {
       ((count == kCount + 1 ? DecodeTokensOf<kCount + 1>(token, tile) : void()), ...);
     }
     (std::make_integer_sequence<int, kDecodeTokens>{});
   }
   template <int kTokens>
-  void DecodeTokensOf(int64_t token, TileRows tile) const {
+  void DecodeTokensOf(int64_t token, const TileRows& tile) const {
     float results[kDecodeRows][kTokens];
     if constexpr (kTokens == 1) {
       if (xa.groups * kBlocks % 4 == 0) {
@@ -285,8 +285,8 @@ struct Walk {
       const int64_t g_end = std::min(lanes.groups, g + step);
       int64_t r = row_begin;
       for (; r + kLaneRows <= row_end; r += kLaneRows) {
-        LaneRows<kLaneRows>(lanes, factors, token_begin, token_end, r,
-                            r + 2 * kLaneRows <= row_end, g, g_end);
+        LaneRows<kLaneRows>(lanes, factors, token_begin, token_end, r, r + 2 * kLaneRows <= row_end,
+                            g, g_end);
       }
       for (; r < row_end; ++r)
         LaneRows<1>(lanes, factors, token_begin, token_end, r, false, g, g_end);
