@@ -106,7 +106,8 @@ inline YmmTokenLanes PackYmmTokenLanes(const Q4Activations& xa, int64_t token, i
 }
 
 // A tile's tokens' per-group factors (Q4Activations' scales and minimum factors): group g's
-// at scales + g · stride and minimums + g · stride, one per token.
+// at scales + g · stride and minimums + g · stride, one per token. Passed by reference, as
+// TileRows (matmul_q4_avx512_tiles.h): by value GCC's copy failed a store forward per tile.
 struct LaneFactors {
   const float* scales;
   const float* minimums;
@@ -123,7 +124,7 @@ inline LaneFactors GroupMajorFactors(const Q4Activations& xa, int64_t token) {
 // kLanes lanes, block b's at `values` + b · 8 · 4 · kLanes, and whose factors `factors`
 // gives; `prefetch`, when set, asks for the next kRows rows.
 template <int kRows, int kLanes>
-void TokenLaneTile(const std::byte* values, const Q4Activations& xa, LaneFactors factors,
+void TokenLaneTile(const std::byte* values, const Q4Activations& xa, const LaneFactors& factors,
                    int tokens, const UnpackedQ4Rows& unpacked, const QuantRows& w, int64_t row,
                    bool prefetch, float (&results)[kRows][kLanes]) {
   using Ops = LaneOps<kLanes>;
