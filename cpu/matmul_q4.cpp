@@ -217,10 +217,11 @@ inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, i
 // with the rows in the lanes, so each 8 groups' parameters of the 8 rows are converted together
 // where Q4Tile converts them one product at a time (16 scalar conversions per group against 128
 // bytes of nibbles: one-token decode at the avx2 level ran at ~10 tok/s on the 1.1B shape).
+// kBlocks as in Q4Tile.
+template <int kBlocks>
 void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
                   int64_t row_step, float (&results)[8][1]) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
   const uint8_t* rows[8];
   const uint16_t* params[8];
 #pragma GCC unroll 8
@@ -236,10 +237,11 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
     for (int j = 0; j < count; ++j) {
       const int64_t g = g0 + j;
       __m256i pairs[8];
-      const int64_t first = g * blocks_per_group;
+      const int64_t first = g * kBlocks;
       Q4BlockPairs<8, 1, true>(rows, xa, token, first, pairs);
-      for (int64_t b = first + 1; b < first + blocks_per_group; ++b)
-        Q4BlockPairs<8, 1, false>(rows, xa, token, b, pairs);
+#pragma GCC unroll 4
+      for (int b = 1; b < kBlocks; ++b)
+        Q4BlockPairs<8, 1, false>(rows, xa, token, first + b, pairs);
       __m256i sums[8];
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) sums[r] = _mm256_madd_epi16(pairs[r], ones);
@@ -262,14 +264,19 @@ void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bia
   const int blocks_per_group = xa.group_size / kQ4BlockElements;
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
-    if constexpr (kRows == 8 && kTokens == 1) {
-      Q4DecodeTile(xa, t, w, r, row_step, results);
-    } else if (blocks_per_group == 1) {
-      Q4Tile<kRows, kTokens, 1>(xa, t, w, r, row_step, quad_factors, results);
+    auto run = [&]<int kBlocks>() {
+      if constexpr (kRows == 8 && kTokens == 1) {
+        Q4DecodeTile<kBlocks>(xa, t, w, r, row_step, results);
+      } else {
+        Q4Tile<kRows, kTokens, kBlocks>(xa, t, w, r, row_step, quad_factors, results);
+      }
+    };
+    if (blocks_per_group == 1) {
+      run.template operator()<1>();
     } else if (blocks_per_group == 2) {
-      Q4Tile<kRows, kTokens, 2>(xa, t, w, r, row_step, quad_factors, results);
+      run.template operator()<2>();
     } else {
-      Q4Tile<kRows, kTokens, 4>(xa, t, w, r, row_step, quad_factors, results);
+      run.template operator()<4>();
     }
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };
