@@ -37,13 +37,19 @@ void PackBlockByLane(const Q8Activations& xq, int64_t first_token, int tokens, i
 
 #pragma GCC push_options
 #pragma GCC target("avx2,avx512f,avx512bw,avx512vl,avx512dq")
+// GCC 12's AVX-512 intrinsics pass undefined merge sources, which -Wmaybe-uninitialized reports
+// once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
-// Every block of a group of 16 tokens: each block is a 16 × 8 transpose of dwords, tokens t and
-// t + 8 sharing a register (low and high halves), transposed 8 × 8 in both halves at once, so
-// register k4 ends with tokens 0-7's dword k4 then tokens 8-15's: row k4 of the block. The same
-// bytes as PackBlockByLane (1.1B int8 prefill: the lane loop was ~3% of each thread's time).
-void PackFullGroupAvx512(const Q8Activations& xq, int64_t first_token, uint8_t bias,
-                         std::byte* blocks_out, float* scales_out) {
+// Every block of a group of 9 to 16 tokens: each block is a 16 × 8 transpose of dwords, tokens t
+// and t + 8 sharing a register (low and high halves; zeros past the group's tokens), transposed
+// 8 × 8 in both halves at once, so register k4 ends with tokens 0-7's dword k4 then tokens 8-15's:
+// row k4 of the block. The same bytes as PackBlockByLane, ~3× as fast (512 tokens × 768 values:
+// 22 against 70 µs); the int8 AVX-512 kernel's groups are 15 tokens, the other kernels' 16.
+void PackGroupAvx512(const Q8Activations& xq, int64_t first_token, int tokens, uint8_t bias,
+                     std::byte* blocks_out, float* scales_out) {
   const __m512i bias_bytes = _mm512_set1_epi8(static_cast<char>(bias));
   const __m512i low_pairs = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
   const __m512i high_pairs = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
@@ -51,6 +57,7 @@ void PackFullGroupAvx512(const Q8Activations& xq, int64_t first_token, uint8_t b
   const __m512i scale_index =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                          _mm512_set1_epi32(static_cast<int>(xq.blocks)));
+  const __mmask16 token_mask = static_cast<__mmask16>((1u << tokens) - 1);
   const int8_t* first = xq.token_values(first_token);
   for (int64_t b = 0; b < xq.blocks; ++b) {
     const int8_t* values = first + b * kQ8BlockElements;
@@ -59,7 +66,9 @@ void PackFullGroupAvx512(const Q8Activations& xq, int64_t first_token, uint8_t b
       const __m256i low =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + i * token_bytes));
       const __m256i high =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + (i + 8) * token_bytes));
+          i + 8 < tokens
+              ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + (i + 8) * token_bytes))
+              : _mm256_setzero_si256();
       rows[i] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
     }
     __m512i pairs[8], quads[8];
@@ -85,13 +94,15 @@ void PackFullGroupAvx512(const Q8Activations& xq, int64_t first_token, uint8_t b
     float* scales = scales_out + b * Q8TokenLanes::kLanes;
     if (xq.scales != nullptr) {
       _mm512_storeu_ps(scales,
-                       _mm512_i32gather_ps(scale_index, xq.token_scales(first_token) + b, 4));
+                       _mm512_mask_i32gather_ps(_mm512_setzero_ps(), token_mask, scale_index,
+                                                xq.token_scales(first_token) + b, 4));
     } else {
       _mm512_storeu_ps(scales, _mm512_setzero_ps());
     }
   }
 }
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 }  // namespace
@@ -115,8 +126,8 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
     const int64_t first_token = group * group_tokens;
     std::byte* group_blocks = out + group * xq.blocks * Q8TokenLanes::kValueBytes;
     float* group_scales = all_scales + group * xq.blocks * Q8TokenLanes::kLanes;
-    if (avx512 && tokens == Q8TokenLanes::kLanes) {
-      PackFullGroupAvx512(xq, first_token, bias, group_blocks, group_scales);
+    if (avx512 && tokens > 8) {
+      PackGroupAvx512(xq, first_token, tokens, bias, group_blocks, group_scales);
       continue;
     }
     for (int64_t b = 0; b < xq.blocks; ++b) {
