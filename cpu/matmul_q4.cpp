@@ -23,6 +23,7 @@
 #include "cpu/tiling.h"
 #include "cpu/transpose_avx2.h"
 #include "engine/dtype.h"
+#include "engine/error.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
@@ -257,31 +258,32 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
   for (int r = 0; r < 8; ++r) results[r][0] = products[r] + minimum_sums[r];
 }
 
-void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
+template <int kBlocks>
+void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                        int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const float* quad_factors =
       xa.tokens >= 4 ? PackFactorsByTokenGroup(xa, 0, xa.tokens, 4) : nullptr;
-  const int blocks_per_group = xa.group_size / kQ4BlockElements;
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
-    auto run = [&]<int kBlocks>() {
-      if constexpr (kRows == 8 && kTokens == 1) {
-        Q4DecodeTile<kBlocks>(xa, t, w, r, row_step, results);
-      } else {
-        Q4Tile<kRows, kTokens, kBlocks>(xa, t, w, r, row_step, quad_factors, results);
-      }
-    };
-    if (blocks_per_group == 1) {
-      run.template operator()<1>();
-    } else if (blocks_per_group == 2) {
-      run.template operator()<2>();
+    if constexpr (kRows == 8 && kTokens == 1) {
+      Q4DecodeTile<kBlocks>(xa, t, w, r, row_step, results);
     } else {
-      run.template operator()<4>();
+      Q4Tile<kRows, kTokens, kBlocks>(xa, t, w, r, row_step, quad_factors, results);
     }
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };
   // 2 rows × 4 tokens: the eight group sums reduce together into one register. One token: 8 rows.
   ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);
+}
+
+void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                  int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  switch (xa.group_size) {
+    case 32: return MatMulQ4Avx2Blocks<1>(xa, w, bias, out, out_stride, row_begin, row_end);
+    case 64: return MatMulQ4Avx2Blocks<2>(xa, w, bias, out, out_stride, row_begin, row_end);
+    case 128: return MatMulQ4Avx2Blocks<4>(xa, w, bias, out, out_stride, row_begin, row_end);
+  }
+  ZINF_CHECK(false, "int4 group size {} (the kernels take 32, 64 or 128)", xa.group_size);
 }
 
 #pragma GCC pop_options
@@ -292,7 +294,7 @@ void MatMulQ4(const float* x, int64_t x_stride, int64_t num_tokens, const Weight
               const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
               int64_t row_end, CpuIsa isa, uint64_t x_version, const SharedActivations* shared) {
   const QuantRows rows(w);
-  const Q4Activations xa = shared && shared->Serves(w, isa)
+  const Q4Activations xa = shared && shared->Serves(x, x_stride, num_tokens, w, isa)
                                ? shared->q4
                                : PrepareQ4Activations(x, x_stride, num_tokens, w.cols, w.group_size,
                                                       isa != CpuIsa::kPortable, x_version);

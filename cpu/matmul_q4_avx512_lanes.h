@@ -158,8 +158,8 @@ void TokenLaneTile(const std::byte* values, const Q4Activations& xa, const LaneF
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
       const float* params = unpacked.row_params(r) + 2 * g;
-      const auto factors = Ops::Mul(Ops::Broadcast(params[0]), token_scales);
-      acc[r] = Ops::Fma(Ops::ToFloats(sums[r]), factors, acc[r]);
+      const auto products_scales = Ops::Mul(Ops::Broadcast(params[0]), token_scales);
+      acc[r] = Ops::Fma(Ops::ToFloats(sums[r]), products_scales, acc[r]);
       minimums[r] = Ops::Fma(Ops::Broadcast(params[1]), min_factors, minimums[r]);
     }
   }

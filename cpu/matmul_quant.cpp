@@ -173,7 +173,7 @@ void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, c
   }
   // Once per call (or per input, x_version; or for all threads, shared): the kernels that hand
   // tokens or rows on to a narrower one pass these along.
-  const Q8Activations xq = shared && shared->Serves(w, isa)
+  const Q8Activations xq = shared && shared->Serves(x, x_stride, num_tokens, w, isa)
                                ? shared->q8
                                : QuantizeActivationsQ8(x, x_stride, num_tokens, w.cols,
                                                        isa != CpuIsa::kPortable, x_version);

@@ -11,7 +11,8 @@ namespace {
 
 // Below this many tokens each thread quantizes its own copy. Zen 4, 2 threads, a 110M layer's
 // products (768 / 2048 wide): sharing was level with the threads' own copies at 8 to 64 tokens
-// (the extra hand-off against the halved work), 2-4% faster at 512.
+// (the extra hand-off against the halved work), 2-4% faster at 512. 32, not 64: the work saved
+// grows with the thread count while the hand-off does not, so wider pools gain lower down.
 constexpr int64_t kMinSharedTokens = 32;
 
 // Tokens per task: a few rows of a wide input are already tens of microseconds.
@@ -53,6 +54,10 @@ SharedActivations PrepareSharedActivations(ThreadPool& pool, const float* x, int
         kTokensPerTask);
     shared.q4 = store.view();
   }
+  shared.x = x;
+  shared.x_stride = x_stride;
+  shared.num_tokens = num_tokens;
+  shared.cols = cols;
   shared.dtype = w.dtype;
   return shared;
 }

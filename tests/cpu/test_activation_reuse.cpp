@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "cpu/matmul.h"
 #include "cpu/shared_activations.h"
 #include "cpu/thread_pool.h"
@@ -67,7 +68,13 @@ TEST_CASE("quantized matmul: activations quantized once for all threads give eac
           INFO(cpu::CpuIsaName(isa)
                << " " << DTypeName(dtype) << " group " << group_size << " tokens " << tokens);
           // From 32 tokens up the pool shares the work (below, each thread quantizes for itself).
-          CHECK(shared.Serves(q.weight, isa) == (tokens >= 32));
+          CHECK(shared.Serves(x.data(), cols, tokens, q.weight, isa) == (tokens >= 32));
+          // Nor for another input, another group size or dtype.
+          CHECK_FALSE(shared.Serves(x.data() + cols, cols, tokens - 1, q.weight, isa));
+          const QuantizedMatrix other(RandomValues(rows * cols, 73),
+                                      dtype == DType::kI8 ? DType::kQ4 : DType::kI8, rows, cols,
+                                      group_size == 32 ? 64 : 32);
+          CHECK_FALSE(shared.Serves(x.data(), cols, tokens, other.weight, isa));
           std::vector<float> with_shared(tokens * rows), own(tokens * rows);
           cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, with_shared.data(), rows, 0, 7, isa,
                           0, &shared);
@@ -76,6 +83,40 @@ TEST_CASE("quantized matmul: activations quantized once for all threads give eac
           cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, own.data(), rows, 0, rows, isa, 0);
           CHECK(std::memcmp(with_shared.data(), own.data(), own.size() * sizeof(float)) == 0);
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized matmul: a backend's products of one input, quantized once, equal each alone") {
+  // MatMuls with projections of mixed types and group sizes over one input: the first's
+  // activations are shared (from 32 tokens up), the others quantize for themselves; every output
+  // must equal a one-thread product of that weight alone.
+  cpu::CpuBackend backend(3);
+  const int64_t cols = 192;
+  const int64_t rows[] = {24, 17, 40, 9};
+  const QuantizedMatrix weights[] = {
+      QuantizedMatrix(RandomValues(rows[0] * cols, 81), DType::kQ4, rows[0], cols, 64),
+      QuantizedMatrix(RandomValues(rows[1] * cols, 82), DType::kQ4, rows[1], cols, 32),
+      QuantizedMatrix(RandomValues(rows[2] * cols, 83), DType::kI8, rows[2], cols, 0),
+      QuantizedMatrix(RandomValues(rows[3] * cols, 84), DType::kQ4, rows[3], cols, 128)};
+  for (int64_t tokens : {int64_t{32}, int64_t{47}, int64_t{100}}) {
+    for (int first = 0; first < 2; ++first) {  // an int4 or the int8 weight decides what is shared
+      std::vector<float> x = RandomValues(tokens * cols, 85 + tokens);
+      std::vector<std::vector<float>> outs;
+      std::vector<Backend::Projection> projections;
+      for (int i = 0; i < 4; ++i) outs.emplace_back(tokens * rows[i], -1.0f);
+      for (int k = 0; k < 4; ++k) {
+        const int i = (k + 2 * first) % 4;
+        projections.push_back({weights[i].weight, {}, {outs[i].data(), tokens, rows[i]}});
+      }
+      backend.MatMuls({x.data(), tokens, cols}, projections);
+      for (int i = 0; i < 4; ++i) {
+        std::vector<float> alone(tokens * rows[i]);
+        cpu::MatMulRows(x.data(), cols, tokens, weights[i].weight, {}, alone.data(), rows[i], 0,
+                        rows[i]);
+        INFO("tokens " << tokens << " weight " << i << " first " << first);
+        CHECK(std::memcmp(alone.data(), outs[i].data(), alone.size() * sizeof(float)) == 0);
       }
     }
   }

@@ -32,6 +32,9 @@ void ForEachNormRow(Check check) {
       bf16[c] = static_cast<uint16_t>(bits >> 16);
       f16[c] = F32ToF16(weight_values[c]);
     }
+    // Subnormal, largest subnormal, infinity and negative zero f16 weights convert as WeightValue.
+    const uint16_t special_f16[] = {0x0001, 0x03ff, 0x7c00, 0x8000};
+    for (int64_t c = 0; c < cols && c < 4; ++c) f16[c * 5 % cols] = special_f16[c];
     for (const Weight& weight : {Weight{weight_values.data(), DType::kF32, 1, cols, 0},
                                  Weight{f16.data(), DType::kF16, 1, cols, 0},
                                  Weight{bf16.data(), DType::kBF16, 1, cols, 0}}) {
