@@ -9,6 +9,7 @@
 #include "cpu/matmul_quant.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
+#include "cpu/weights_avx2.h"
 #include "engine/quantized.h"
 
 #include <immintrin.h>
@@ -60,21 +61,6 @@ void MatMulRowsPortable(const float* x, int64_t x_stride, int64_t num_tokens, co
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-
-template <DType kDType>
-inline __m256 LoadWeights8(const void* base, int64_t idx) {
-  if constexpr (kDType == DType::kF32) {
-    return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
-  } else if constexpr (kDType == DType::kF16) {
-    const auto* p = static_cast<const uint16_t*>(base) + idx;
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  } else {
-    const auto* p = static_cast<const uint16_t*>(base) + idx;
-    const __m256i wide =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
-}
 
 // A tile of kRows weight rows × kTokens tokens: each weight vector loaded once per tile.
 template <DType kDType, int kRows, int kTokens>

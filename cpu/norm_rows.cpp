@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cpu/dot.h"
+#include "cpu/weights_avx2.h"
 
 namespace zinf::cpu {
 
@@ -29,20 +30,6 @@ __attribute__((target("avx2,fma"))) int64_t AddSquaresAvx2(const float* x, int64
   return c;
 }
 
-// Eight of the norm's weights as floats: F16C and the bf16 shift convert exactly what
-// WeightValue does.
-template <DType kType>
-__attribute__((target("avx2,fma,f16c"))) inline __m256 LoadWeights(const void* weight, int64_t c) {
-  if constexpr (kType == DType::kF32) {
-    return _mm256_loadu_ps(static_cast<const float*>(weight) + c);
-  } else {
-    const __m128i bits =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(weight) + c));
-    if constexpr (kType == DType::kF16) return _mm256_cvtph_ps(bits);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  }
-}
-
 template <DType kType>
 __attribute__((target("avx2,fma,f16c"))) int64_t ScaleAvx2(const float* x, float scale,
                                                            const void* weight, int64_t cols,
@@ -51,7 +38,7 @@ __attribute__((target("avx2,fma,f16c"))) int64_t ScaleAvx2(const float* x, float
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
     _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s),
-                                            LoadWeights<kType>(weight, c)));
+                                            LoadWeights8<kType>(weight, c)));
   }
   return c;
 }

@@ -88,12 +88,6 @@ __attribute__((target("avx2,fma"))) void QuantizeBlockAvx2(const float* x, int c
   }
 }
 
-struct Buffer {
-  std::vector<int8_t> values;
-  std::vector<float> scales;
-  QuantizedInputKey key;
-};
-
 }  // namespace
 
 void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, bool use_avx2,
@@ -115,27 +109,33 @@ void QuantizeRowQ8(const float* x, int64_t cols, int8_t* values, float* scales, 
   }
 }
 
-void QuantizeTokensQ8(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
-                      int64_t cols, bool use_avx2, int8_t* values, float* scales) {
+Q8ActivationStore GrowQ8Buffers(Q8Buffers& buffers, int64_t num_tokens, int64_t cols) {
   const int64_t blocks = Q8Blocks(cols);
+  return {Grown(buffers.values, num_tokens * blocks * kQ8BlockElements),
+          Grown(buffers.scales, num_tokens * blocks), blocks};
+}
+
+void QuantizeTokensQ8(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
+                      int64_t cols, bool use_avx2, const Q8ActivationStore& store) {
   for (int64_t t = token_begin; t < token_end; ++t) {
-    QuantizeRowQ8(x + t * x_stride, cols, values + t * blocks * kQ8BlockElements,
-                  scales + t * blocks, use_avx2);
+    QuantizeRowQ8(x + t * x_stride, cols, store.values + t * store.blocks * kQ8BlockElements,
+                  store.scales + t * store.blocks, use_avx2);
   }
 }
 
 Q8Activations QuantizeActivationsQ8(const float* x, int64_t x_stride, int64_t num_tokens,
                                     int64_t cols, bool use_avx2, uint64_t x_version) {
-  thread_local Buffer buffer;
-  const int64_t blocks = Q8Blocks(cols);
+  thread_local Q8Buffers buffers;
+  thread_local QuantizedInputKey last_key;
+  thread_local Q8Activations quantized;
   const QuantizedInputKey key{x, x_stride, num_tokens, cols, kQ8BlockElements, use_avx2, x_version};
-  if (key.Reusable(buffer.key)) return {buffer.values.data(), buffer.scales.data(), blocks};
-  buffer.key = {};  // while the buffer is being rewritten
-  QuantizeTokensQ8(x, x_stride, 0, num_tokens, cols, use_avx2,
-                   Grown(buffer.values, num_tokens * blocks * kQ8BlockElements),
-                   Grown(buffer.scales, num_tokens * blocks));
-  buffer.key = key;
-  return {buffer.values.data(), buffer.scales.data(), blocks};
+  if (key.Reusable(last_key)) return quantized;
+  last_key = {};  // while the buffers are being rewritten
+  const Q8ActivationStore store = GrowQ8Buffers(buffers, num_tokens, cols);
+  QuantizeTokensQ8(x, x_stride, 0, num_tokens, cols, use_avx2, store);
+  quantized = store.view();
+  last_key = key;
+  return quantized;
 }
 
 }  // namespace zinf::cpu

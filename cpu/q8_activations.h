@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace zinf::cpu {
 
@@ -36,11 +37,26 @@ struct Q8Activations {
   Q8Activations from(int64_t t) const { return {token_values(t), token_scales(t), blocks}; }
 };
 
-// QuantizeRowQ8 for tokens [token_begin, token_end) of x, each into its place in the caller's
-// buffers (values: blocks × 32 per token, scales: blocks per token, from token 0): threads that
-// share one buffer each quantize their own tokens.
+// Where QuantizeTokensQ8 writes: Q8Activations' layout, in buffers the caller owns.
+struct Q8ActivationStore {
+  int8_t* values = nullptr;
+  float* scales = nullptr;
+  int64_t blocks = 0;
+
+  Q8Activations view() const { return {values, scales, blocks}; }
+};
+
+// Buffers a Q8ActivationStore lives in, grown only.
+struct Q8Buffers {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+};
+Q8ActivationStore GrowQ8Buffers(Q8Buffers& buffers, int64_t num_tokens, int64_t cols);
+
+// QuantizeRowQ8 for tokens [token_begin, token_end) of x, each into its place in `store`: threads
+// that share one store each quantize their own tokens.
 void QuantizeTokensQ8(const float* x, int64_t x_stride, int64_t token_begin, int64_t token_end,
-                      int64_t cols, bool use_avx2, int8_t* values, float* scales);
+                      int64_t cols, bool use_avx2, const Q8ActivationStore& store);
 
 // What a thread's activation buffer last holds. A call whose key equals it, with a version other
 // than 0 (cpu::MatMulRows' x_version: x unchanged), returns the buffer as it is: q, k and v (gate

@@ -1,10 +1,6 @@
 // PrepareSharedActivations: the int8 or int4 quantization of x, a share of the tokens per thread.
 #include "cpu/shared_activations.h"
 
-#include <vector>
-
-#include "cpu/grown_buffer.h"
-
 namespace zinf::cpu {
 
 namespace {
@@ -29,20 +25,17 @@ SharedActivations PrepareSharedActivations(ThreadPool& pool, const float* x, int
   }
   shared.use_avx2 = isa != CpuIsa::kPortable;
   if (w.dtype == DType::kI8) {
-    thread_local std::vector<int8_t> value_buffer;
-    thread_local std::vector<float> scale_buffer;
-    const int64_t blocks = Q8Blocks(cols);
     // The calling thread's buffers, taken here: named inside the loop body, a worker would find
     // its own.
-    int8_t* values = Grown(value_buffer, num_tokens * blocks * kQ8BlockElements);
-    float* scales = Grown(scale_buffer, num_tokens * blocks);
+    thread_local Q8Buffers buffers;
+    const Q8ActivationStore store = GrowQ8Buffers(buffers, num_tokens, cols);
     pool.ParallelFor(
         num_tokens,
         [&](int64_t begin, int64_t end) {
-          QuantizeTokensQ8(x, x_stride, begin, end, cols, shared.use_avx2, values, scales);
+          QuantizeTokensQ8(x, x_stride, begin, end, cols, shared.use_avx2, store);
         },
         kTokensPerTask);
-    shared.q8 = {values, scales, blocks};
+    shared.q8 = store.view();
   } else {
     thread_local Q4Buffers buffers;
     const Q4ActivationStore store = GrowQ4Buffers(buffers, num_tokens, cols, w.group_size);

@@ -18,8 +18,8 @@ TEST_CASE("token lanes: each token's values in its lane, biased, its scales besi
     const std::vector<float> x = testing::RandomValues(num_tokens * blocks * 32, 90 + num_tokens);
     std::vector<int8_t> values(num_tokens * blocks * 32);
     std::vector<float> scales(num_tokens * blocks);
-    cpu::QuantizeTokensQ8(x.data(), blocks * 32, 0, num_tokens, blocks * 32, false, values.data(),
-                          scales.data());
+    cpu::QuantizeTokensQ8(x.data(), blocks * 32, 0, num_tokens, blocks * 32, false,
+                          {values.data(), scales.data(), blocks});
     for (int group_tokens : {16, 15}) {
       for (uint8_t bias : {uint8_t{0}, uint8_t{0x80}}) {
         for (bool with_scales : {true, false}) {
