@@ -1,6 +1,7 @@
 // cpu::ThreadPool: every index runs exactly once in fixed contiguous parts, errors reach the caller,
 // and the spin-then-sleep hand-off survives back-to-back calls, idle gaps longer than the spin
-// and destruction while workers sleep (TSan runs this file in CI).
+// and destruction while workers sleep (TSan runs this file in CI); balanced calls cover every index
+// once on grain boundaries and give a slowed thread less.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -34,6 +35,68 @@ TEST_CASE("thread pool: every index exactly once, in one contiguous part per thr
       }
     }
   }
+}
+
+TEST_CASE("thread pool: balanced parts cover every index once, starting on grain multiples") {
+  for (int threads : {1, 2, 3, 4}) {
+    cpu::ThreadPool pool(threads);
+    for (int call = 0; call < 50; ++call) {  // the split moves with the measured speeds
+      for (int64_t count : {1, 15, 16, 17, 100, 1000}) {
+        for (int64_t grain : {1, 16}) {
+          std::vector<std::atomic<int>> hits(count);
+          std::atomic<int> parts{0};
+          std::atomic<int> off_grain{0};
+          pool.ParallelForBalanced(
+              count,
+              [&](int64_t begin, int64_t end) {
+                ++parts;
+                off_grain += begin % grain != 0;
+                for (int64_t i = begin; i < end; ++i) ++hits[i];
+              },
+              grain);
+          INFO(threads << " threads, count " << count << ", grain " << grain << ", call " << call);
+          for (int64_t i = 0; i < count; ++i) REQUIRE(hits[i] == 1);
+          CHECK(parts <= threads);
+          CHECK(off_grain == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("thread pool: a thread that runs slower gets a smaller balanced part") {
+  // The worker spends three times as long per index as the caller: its part should move towards a
+  // quarter, where both finish together. (A worker that wakes late looks slow too, so a busy
+  // machine pushes the same way.)
+  cpu::ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  auto spin_for = [](std::chrono::nanoseconds duration) {
+    const auto until = std::chrono::steady_clock::now() + duration;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  constexpr int64_t kCount = 1024;
+  // (The way back to even parts is tested on cpu::PartBalance with set timings: with real ones a
+  // busy test machine makes the worker late.)
+  auto run_calls = [&](int worker_ns_per_index) {
+    int64_t worker_indices = 0;
+    for (int call = 0; call < 100; ++call) {
+      pool.ParallelForBalanced(
+          kCount,
+          [&](int64_t begin, int64_t end) {
+            const bool on_worker = std::this_thread::get_id() != caller;
+            if (on_worker) worker_indices = end - begin;
+            spin_for(
+                std::chrono::nanoseconds((end - begin) * (on_worker ? worker_ns_per_index : 400)));
+          },
+          16);
+    }
+    return worker_indices;
+  };
+  const int64_t slowed = run_calls(1200);
+  INFO("the worker's part after 100 calls at a third of the caller's speed: " << slowed << " of "
+                                                                              << kCount);
+  CHECK(slowed < kCount * 4 / 10);
 }
 
 TEST_CASE("thread pool: an exception in any part reaches the caller, and the pool goes on") {
