@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/error.h"
+
 namespace zinf::cpu {
 
 namespace {
@@ -20,10 +22,13 @@ constexpr double kMaxRelativeSpeed = 2.0;
 
 }  // namespace
 
-PartBalance::PartBalance(int num_threads) : relative_speeds_(std::max(num_threads, 1), 1.0) {}
+PartBalance::PartBalance(int num_threads)
+    : relative_speeds_(std::max(num_threads, 1), 1.0), rates_(std::max(num_threads, 1)) {}
 
 void PartBalance::Split(int64_t count, int64_t grain, std::span<int64_t> begins) const {
   const int num_parts = static_cast<int>(begins.size()) - 1;
+  ZINF_CHECK(num_parts >= 1 && num_parts <= static_cast<int>(relative_speeds_.size()),
+             "{} parts for {} threads", num_parts, relative_speeds_.size());
   grain = std::max<int64_t>(grain, 1);
   double total_speed = 0;
   for (int p = 0; p < num_parts; ++p) total_speed += relative_speeds_[p];
@@ -41,27 +46,40 @@ void PartBalance::Split(int64_t count, int64_t grain, std::span<int64_t> begins)
 
 void PartBalance::Record(std::span<const int64_t> begins, std::span<const double> seconds) {
   const int num_parts = static_cast<int>(seconds.size());
-  std::vector<double> rates(num_parts);
+  ZINF_CHECK(begins.size() == seconds.size() + 1 &&
+                 num_parts <= static_cast<int>(relative_speeds_.size()),
+             "{} part starts and {} times for {} threads", begins.size(), seconds.size(),
+             relative_speeds_.size());
+  // Only the parts that had work say anything about their thread: an empty part (a small call
+  // cut by a skewed split) leaves its thread's speed as it was, and the others are compared
+  // among themselves.
   double mean_rate = 0;
+  int measured = 0;
   for (int p = 0; p < num_parts; ++p) {
     const auto indices = static_cast<double>(begins[p + 1] - begins[p]);
-    if (indices == 0 || seconds[p] <= 0) return;  // nothing to learn from this call
-    rates[p] = indices / seconds[p];
-    mean_rate += rates[p] / num_parts;
+    rates_[p] = indices > 0 && seconds[p] > 0 ? indices / seconds[p] : 0;
+    if (rates_[p] > 0) {
+      mean_rate += rates_[p];
+      ++measured;
+    }
   }
+  if (measured < 2) return;  // nothing to compare
+  mean_rate /= measured;
   double mean_speed_before = 0;
   double mean_speed = 0;
   for (int p = 0; p < num_parts; ++p) {
-    mean_speed_before += relative_speeds_[p] / num_parts;
-    const double measured = std::clamp(rates[p] / mean_rate, kMinRelativeSpeed, kMaxRelativeSpeed);
+    if (rates_[p] == 0) continue;
     double& speed = relative_speeds_[p];
-    speed =
-        std::clamp(speed + kSmoothing * (measured - speed), kMinRelativeSpeed, kMaxRelativeSpeed);
-    mean_speed += speed / num_parts;
+    mean_speed_before += speed / measured;
+    const double target = std::clamp(rates_[p] / mean_rate, kMinRelativeSpeed, kMaxRelativeSpeed);
+    speed = std::clamp(speed + kSmoothing * (target - speed), kMinRelativeSpeed, kMaxRelativeSpeed);
+    mean_speed += speed / measured;
   }
-  // The threads of this call keep the mean speed they had, so the speeds of threads a small call
-  // left out stay comparable with theirs.
-  for (int p = 0; p < num_parts; ++p) relative_speeds_[p] *= mean_speed_before / mean_speed;
+  // The measured threads keep the mean speed they had, so the speeds of threads this call left
+  // out stay comparable with theirs.
+  for (int p = 0; p < num_parts; ++p) {
+    if (rates_[p] > 0) relative_speeds_[p] *= mean_speed_before / mean_speed;
+  }
 }
 
 }  // namespace zinf::cpu

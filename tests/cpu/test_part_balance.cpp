@@ -1,5 +1,6 @@
 // cpu::PartBalance with set timings: parts follow the measured speeds both ways, start on grain
-// multiples, cover the range, and a wild measurement moves them only within the clamp.
+// multiples, cover the range, a wild measurement moves them only within the clamp, and an empty
+// part or a call on fewer threads leaves the other threads' speeds alone.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -72,6 +73,21 @@ TEST_CASE("part balance: one wild measurement moves the split a little, never pa
   // No speed counts more than four times another: a fifth still goes to the worker.
   CHECK(balance.relative_speed(0) <= 4 * balance.relative_speed(1) + 1e-9);
   CHECK(begins[1] <= 4096 * 8 / 10 + 16);
+}
+
+TEST_CASE("part balance: an empty part leaves its thread's speed, the others still learn") {
+  cpu::PartBalance balance(3);
+  for (int call = 0; call < 30; ++call) SimulateCall(balance, 3072, 16, {1, 1, 1.5});
+  const double second = balance.relative_speed(1);
+  const double third = balance.relative_speed(2);
+  // A skewed split of a small call: thread 1's part is empty (it starts where thread 2's does).
+  const std::vector<int64_t> begins = {0, 32, 32, 48};
+  for (int call = 0; call < 30; ++call)
+    balance.Record(begins, std::vector<double>{32e-9, 0, 16e-9});
+  CHECK(balance.relative_speed(1) == second);
+  CHECK(balance.relative_speed(2) > third);  // as fast per index as thread 0 in these calls
+  CHECK(balance.relative_speed(0) + balance.relative_speed(1) + balance.relative_speed(2) ==
+        Approx(3.0));
 }
 
 TEST_CASE("part balance: a call on fewer threads leaves the others' speeds comparable") {
