@@ -15,9 +15,9 @@
 # spread of 9 passes) and prints, for decode, the bandwidth bound = bandwidth / weight bytes read per token
 # (every matrix once, plus one embedding row; KV-cache reads are left out, small at 64 tokens).
 # A guest's bandwidth can move by half within minutes (a 2-core Zen 4 guest read 34 and 54 GB/s
-# ten minutes apart), so each tool's batch-1 decode is timed right after a probe of its own, in
-# every round, and its share of the bound is the median over the rounds of decode ÷ that probe's
-# bound.
+# ten minutes apart), so each tool's batch-1 decode is timed between two probes of its own, in
+# every round, and its share of the bound is the median of decode ÷ the two probes' mean over the
+# rounds whose probes agree within 5% (the bound held still), with how many did.
 #
 # llama.cpp is not part of zinf and is not built here: build it yourself from its public source (CPU,
 # Release, -DGGML_NATIVE=ON) and give the directory holding llama-bench and llama-quantize.
@@ -170,21 +170,30 @@ dram_probe() {
   fi
 }
 
-# -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd"; batch-1 decode first, right after the caller's probe.
-llama_bench() {  # GGUF
-  local tg_json="$work/llama-bench-tg.json" json="$work/llama-bench.json"
+# Batch-1 decode, between two probes of the caller's -> "tg tg_sd".
+llama_decode() {  # GGUF
+  local tg_json="$work/llama-bench-tg.json"
   "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 0 -n 64 -r "$repeat" -o json \
     > "$tg_json" 2>> "$log"
+  cat "$tg_json" >> "$log"
+  "$py" - "$tg_json" <<'EOF'
+import json, sys
+tg = next(r for r in json.load(open(sys.argv[1])) if r["n_gen"] > 0 and r["n_prompt"] == 0)
+print(tg["avg_ts"], tg["stddev_ts"])
+EOF
+}
+
+# Prefill -> "pp128 pp128_sd pp512 pp512_sd".
+llama_prefill() {  # GGUF
+  local json="$work/llama-bench.json"
   "$llamacpp_bin/llama-bench" -m "$1" -t "$threads" -p 128,512 -n 0 -r "$repeat" -o json \
     > "$json" 2>> "$log"
-  cat "$tg_json" "$json" >> "$log"
-  "$py" - "$json" "$tg_json" <<'EOF'
+  cat "$json" >> "$log"
+  "$py" - "$json" <<'EOF'
 import json, sys
-rows = json.load(open(sys.argv[1])) + json.load(open(sys.argv[2]))
+rows = json.load(open(sys.argv[1]))
 pp = {r["n_prompt"]: r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0}
-tg = next(r for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0)
-print(pp[128]["avg_ts"], pp[128]["stddev_ts"], pp[512]["avg_ts"], pp[512]["stddev_ts"],
-      tg["avg_ts"], tg["stddev_ts"])
+print(pp[128]["avg_ts"], pp[128]["stddev_ts"], pp[512]["avg_ts"], pp[512]["stddev_ts"])
 print(rows[0].get("build_commit", "?"), rows[0].get("cpu_info", "?"), file=open(sys.argv[1] + ".info", "w"))
 EOF
 }
@@ -203,45 +212,50 @@ llama_batched() {
 # new tokens for decode, 4 x 128-token and 2 x 512-token prompts for prefill (llama-bench times one
 # each); then 8 and 32 sequences of 16-token prompts and 32 new tokens at once, as the peer's
 # batched bench runs them.
-zinf_bench() {  # DIR -> "pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32"
-  local dj="$work/zinf-decode.json" pj="$work/zinf-prefill.json" p5="$work/zinf-prefill512.json"
-  local bj="$work/zinf-batched.json"
+zinf_decode() {  # DIR -> "tg tg_sd"
+  local dj="$work/zinf-decode.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
     --batch-size 1 --prompt-len 1 --gen-len 64 --num-prompts 2 --json "$dj" >> "$log" 2>&1
+  "$py" -c 'import json, sys; d = json.load(open(sys.argv[1]))[0]["decode_tok_s"]; print(d["mean"], d["sd"])' "$dj"
+}
+
+zinf_rest() {  # DIR -> "pp128 pp128_sd pp512 pp512_sd b8 b32"
+  local pj="$work/zinf-prefill.json" p5="$work/zinf-prefill512.json" bj="$work/zinf-batched.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
     --batch-size 1 --prompt-len 128 --gen-len 1 --num-prompts 4 --json "$pj" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
     --batch-size 1 --prompt-len 512 --gen-len 1 --num-prompts 2 --json "$p5" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat 1 \
     --batch-size 8,32 --prompt-len 16 --gen-len 32 --json "$bj" >> "$log" 2>&1
-  "$py" - "$dj" "$pj" "$p5" "$bj" <<'EOF'
+  "$py" - "$pj" "$p5" "$bj" <<'EOF'
 import json, sys
-d, p, p5 = (json.load(open(f))[0] for f in sys.argv[1:4])
-batched = {r["batch_size"]: r["decode_tok_s"]["mean"] for r in json.load(open(sys.argv[4]))}
+p, p5 = (json.load(open(f))[0] for f in sys.argv[1:3])
+batched = {r["batch_size"]: r["decode_tok_s"]["mean"] for r in json.load(open(sys.argv[3]))}
 print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], p5["prefill_tok_s"]["mean"],
-      p5["prefill_tok_s"]["sd"], d["decode_tok_s"]["mean"], d["decode_tok_s"]["sd"],
-      batched[8], batched[32])
+      p5["prefill_tok_s"]["sd"], batched[8], batched[32])
 EOF
 }
 
-# Rounds' results ("pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32 probe_gbps" per line, both tools
-# alike) -> one line: the median of each measure over the rounds; as its spread, the rounds'
-# standard deviation (one round: the tool's own); then the probes' lowest and highest and the
-# median over the rounds of tg ÷ probe (tok/s per GB/s: × bytes per token, the share of the bound).
+# Rounds' results ("pp128 pp128_sd pp512 pp512_sd b8 b32 tg tg_sd probe_before probe_after" per
+# line, both tools alike) -> one line "pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32 probe_lo
+# probe_hi tok/s-per-GB/s steady_rounds": the median of each measure over the rounds; as its
+# spread, the rounds' standard deviation (one round: the tool's own); the probes' lowest and
+# highest; and the share of the bound as tg ÷ the mean of the probes just before and after it
+# (tok/s per GB/s: × bytes per token, the share), its median over the rounds whose two probes agree
+# within 5%: only there did the bound hold still while the tool decoded (all rounds when none
+# did, steady 0).
 combine_rounds() {
   "$py" -c '
 import statistics, sys
 rounds = [[float(v) for v in line.split()] for line in sys.stdin if line.strip()]
-out = []
-for i in range(8):
-    values = [r[i] for r in rounds]
-    if i in (1, 3, 5):  # the spreads
-        means = [r[i - 1] for r in rounds]
-        out.append(statistics.stdev(means) if len(rounds) > 1 else values[0])
-    else:
-        out.append(statistics.median(values))
-probes = [r[8] for r in rounds]
-out += [min(probes), max(probes), statistics.median(r[4] / r[8] for r in rounds)]
+def spread(i):
+    return statistics.stdev(r[i] for r in rounds) if len(rounds) > 1 else rounds[0][i + 1]
+median = lambda i: statistics.median(r[i] for r in rounds)
+out = [median(0), spread(0), median(2), spread(2), median(6), spread(6), median(4), median(5)]
+probes = [p for r in rounds for p in r[8:10]]
+steady = [r for r in rounds if abs(r[8] - r[9]) <= 0.05 * min(r[8], r[9])]
+shares = [r[6] / ((r[8] + r[9]) / 2) for r in (steady or rounds)]
+out += [min(probes), max(probes), statistics.median(shares), len(steady)]
 print(*out)'
 }
 
@@ -278,26 +292,32 @@ for shape in "${shape_list[@]}"; do
     zinf_rounds=
     for ((round = 1; round <= rounds; round++)); do
       note "$shape $label: llama-bench on $(basename "$gguf") (round $round of $rounds)"
-      probe=$(dram_probe)
-      peer_rounds+="$(llama_bench "$gguf") $(llama_batched "$gguf") $probe"$'\n'
+      before=$(dram_probe)
+      tg=$(llama_decode "$gguf")
+      after=$(dram_probe)
+      peer_rounds+="$(llama_prefill "$gguf") $(llama_batched "$gguf") $tg $before $after"$'\n'
+      echo "round $round, peer decode: $tg tok/s between probes of $before and $after GB/s" >> "$log"
       note "$shape $label: zinf bench on $(basename "$zdir") (round $round of $rounds)"
-      probe=$(dram_probe)
-      zinf_rounds+="$(zinf_bench "$zdir") $probe"$'\n'
+      before=$(dram_probe)
+      tg=$(zinf_decode "$zdir")
+      after=$(dram_probe)
+      zinf_rounds+="$(zinf_rest "$zdir") $tg $before $after"$'\n'
+      echo "round $round, zinf decode: $tg tok/s between probes of $before and $after GB/s" >> "$log"
     done
     res=$(combine_rounds <<< "$peer_rounds")
-    read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 l_lo l_hi l_per_gbps <<< "$res"
+    read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 l_lo l_hi l_per_gbps l_steady <<< "$res"
     res=$(combine_rounds <<< "$zinf_rounds")
-    read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 z_lo z_hi z_per_gbps <<< "$res"
+    read -r z_pp z_pp_sd z_p5 z_p5_sd z_tg z_tg_sd z_b8 z_b32 z_lo z_hi z_per_gbps z_steady <<< "$res"
     row() {
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" \
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$label" "$@" \
         "$zbytes" "$lbytes" >> "$rows"
     }
-    probes=("$z_lo" "$z_hi" "$z_per_gbps" "$l_lo" "$l_hi" "$l_per_gbps")
+    probes=("$z_lo" "$z_hi" "$z_per_gbps" "$z_steady" "$l_lo" "$l_hi" "$l_per_gbps" "$l_steady")
     row tg64 "$z_tg" "$z_tg_sd" "$l_tg" "$l_tg_sd" "${probes[@]}"
-    row pp128 "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd" 0 0 0 0 0 0
-    row pp512 "$z_p5" "$z_p5_sd" "$l_p5" "$l_p5_sd" 0 0 0 0 0 0
-    row "decode x8" "$z_b8" 0 "$l_b8" 0 0 0 0 0 0 0
-    row "decode x32" "$z_b32" 0 "$l_b32" 0 0 0 0 0 0 0
+    row pp128 "$z_pp" "$z_pp_sd" "$l_pp" "$l_pp_sd" 0 0 0 0 0 0 0 0
+    row pp512 "$z_p5" "$z_p5_sd" "$l_p5" "$l_p5_sd" 0 0 0 0 0 0 0 0
+    row "decode x8" "$z_b8" 0 "$l_b8" 0 0 0 0 0 0 0 0 0
+    row "decode x32" "$z_b32" 0 "$l_b32" 0 0 0 0 0 0 0 0 0
   done
 done
 
@@ -340,16 +360,17 @@ print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate
          bw / 1e9, os.environ["VS_DRAM_SPREAD"], os.environ["VS_LOAD"]))
 print()
 print("| shape | dtype | test | zinf tok/s | %s tok/s | zinf / %s "
-      "| bound tok/s (zinf bytes/token; DRAM GB/s probed before zinf's runs) | zinf %% of bound "
-      "| %s %% of bound (its own probes) |" % (peer, peer, peer))
+      "| bound tok/s (zinf bytes/token; DRAM GB/s probed around zinf's decodes) "
+      "| zinf %% of bound (in rounds whose probes before and after agree within 5%%) "
+      "| %s %% of bound (its own probes, alike) |" % (peer, peer, peer))
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 notes = set()
 for shape, label, test, *rest in rows:
     if test == "skipped":
         print("| %s | %s | - | skipped | | | | | |" % (shape, label))
         continue
-    z, zsd, l, lsd, z_lo, z_hi, z_per_gbps, l_lo, l_hi, l_per_gbps, zb, lb = (
-        float(x) for x in rest)
+    (z, zsd, l, lsd, z_lo, z_hi, z_per_gbps, z_steady, l_lo, l_hi, l_per_gbps, l_steady, zb,
+     lb) = (float(x) for x in rest)
     cells = [shape, label, test, "%.2f ± %.2f" % (z, zsd), "%.2f ± %.2f" % (l, lsd), "%.2f" % (z / l)]
     if test == "tg64":
         mark = ""
@@ -358,10 +379,12 @@ for shape, label, test, *rest in rows:
             notes.add("* the weights read per token fit in the L3 cache: the DRAM bound understates "
                       "what is possible")
         probed = "%.1f" % z_lo if round(z_lo, 1) == round(z_hi, 1) else "%.1f-%.1f" % (z_lo, z_hi)
+        steady = lambda n: "%d of %d rounds steady" % (n, rounds) if n else "no round steady"
         cells += ["%.1f-%.1f (%.0f MB; %s GB/s)%s" % (z_lo * 1e9 / zb, z_hi * 1e9 / zb, zb / 1e6,
                                                    probed, mark),
-                  "%.0f%%" % (100 * z_per_gbps * zb / 1e9),
-                  "%.0f%% (%.1f-%.1f GB/s)" % (100 * l_per_gbps * lb / 1e9, l_lo, l_hi)]
+                  "%.0f%% (%s)" % (100 * z_per_gbps * zb / 1e9, steady(z_steady)),
+                  "%.0f%% (%.1f-%.1f GB/s; %s)" % (100 * l_per_gbps * lb / 1e9, l_lo, l_hi,
+                                                  steady(l_steady))]
     else:
         cells += ["n/a", "n/a", "n/a"]
     print("| " + " | ".join(cells) + " |")
