@@ -16,7 +16,7 @@ namespace {
 constexpr double kSmoothing = 0.1;
 // Speeds are kept between these before the threads' mean is restored, so no thread counts as more
 // than four times as fast as another, whatever calls measured (a worker descheduled for a whole
-// time slice, say): a part never shrinks to nothing.
+// time slice, say): the slowest thread's part stays at least a quarter of the fastest one's.
 constexpr double kMinRelativeSpeed = 0.5;
 constexpr double kMaxRelativeSpeed = 2.0;
 
