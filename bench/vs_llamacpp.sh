@@ -236,6 +236,18 @@ print(p["prefill_tok_s"]["mean"], p["prefill_tok_s"]["sd"], p5["prefill_tok_s"][
 EOF
 }
 
+# LABEL DECODE ARG: DECODE ARG (-> "tg tg_sd") between two probes -> "tg tg_sd probe_before
+# probe_after", the four logged.
+between_probes() {
+  local label=$1 before tg after
+  shift
+  before=$(dram_probe)
+  tg=$("$@")
+  after=$(dram_probe)
+  echo "$label decode: $tg tok/s between probes of $before and $after GB/s" >> "$log"
+  echo "$tg $before $after"
+}
+
 # Rounds' results ("pp128 pp128_sd pp512 pp512_sd b8 b32 tg tg_sd probe_before probe_after" per
 # line, both tools alike) -> one line "pp128 pp128_sd pp512 pp512_sd tg tg_sd b8 b32 probe_lo
 # probe_hi tok/s-per-GB/s steady_rounds": the median of each measure over the rounds; as its
@@ -292,17 +304,11 @@ for shape in "${shape_list[@]}"; do
     zinf_rounds=
     for ((round = 1; round <= rounds; round++)); do
       note "$shape $label: llama-bench on $(basename "$gguf") (round $round of $rounds)"
-      before=$(dram_probe)
-      tg=$(llama_decode "$gguf")
-      after=$(dram_probe)
-      peer_rounds+="$(llama_prefill "$gguf") $(llama_batched "$gguf") $tg $before $after"$'\n'
-      echo "round $round, peer decode: $tg tok/s between probes of $before and $after GB/s" >> "$log"
+      tg=$(between_probes "round $round, peer" llama_decode "$gguf")
+      peer_rounds+="$(llama_prefill "$gguf") $(llama_batched "$gguf") $tg"$'\n'
       note "$shape $label: zinf bench on $(basename "$zdir") (round $round of $rounds)"
-      before=$(dram_probe)
-      tg=$(zinf_decode "$zdir")
-      after=$(dram_probe)
-      zinf_rounds+="$(zinf_rest "$zdir") $tg $before $after"$'\n'
-      echo "round $round, zinf decode: $tg tok/s between probes of $before and $after GB/s" >> "$log"
+      tg=$(between_probes "round $round, zinf" zinf_decode "$zdir")
+      zinf_rounds+="$(zinf_rest "$zdir") $tg"$'\n'
     done
     res=$(combine_rounds <<< "$peer_rounds")
     read -r l_pp l_pp_sd l_p5 l_p5_sd l_tg l_tg_sd l_b8 l_b32 l_lo l_hi l_per_gbps l_steady <<< "$res"

@@ -100,7 +100,6 @@ void ThreadPool::ParallelForBalanced(int64_t count,
                                      const std::function<void(int64_t, int64_t)>& body,
                                      int64_t grain) {
   if (count <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
   const int num_parts = PartsFor(count, grain);
   if (num_parts == 1) {
     body(0, count);

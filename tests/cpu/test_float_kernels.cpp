@@ -12,31 +12,16 @@
 #include "cpu/matmul.h"
 #include "cpu/matmul_avx512.h"
 #include "engine/dtype.h"
+#include "tests/cpu/float_matrix.h"
 #include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
 
 namespace zinf {
 
+using testing::FloatMatrix;
 using testing::RandomValues;
 
 namespace {
-
-// `values` stored as `dtype` (f32, f16 or bf16), with the Weight that reads them.
-struct FloatMatrix {
-  std::vector<float> f32;
-  std::vector<uint16_t> halves;
-  Weight weight;
-
-  FloatMatrix(const std::vector<float>& values, DType dtype, int64_t rows, int64_t cols) {
-    if (dtype == DType::kF32) {
-      f32 = values;
-      weight = {f32.data(), dtype, rows, cols, 0};
-      return;
-    }
-    for (float v : values) halves.push_back(dtype == DType::kF16 ? F32ToF16(v) : F32ToBf16(v));
-    weight = {halves.data(), dtype, rows, cols, 0};
-  }
-};
 
 // One float matmul case: weights, bias and unpacked rows of x, with the portable kernel's output.
 struct MatMulCase {

@@ -11,11 +11,13 @@
 #include "cpu/matmul.h"
 #include "engine/dtype.h"
 #include "engine/quantized.h"
+#include "tests/cpu/float_matrix.h"
 #include "tests/cpu/quantized_matrix.h"
 #include "tests/support/random_values.h"
 
 namespace zinf {
 
+using testing::FloatMatrix;
 using testing::QuantizedMatrix;
 using testing::RandomValues;
 
@@ -28,23 +30,15 @@ struct SplitCase {
 
 // The weights of `c` over `rows` × `cols` values, and the storage behind them.
 struct CaseWeights {
-  std::vector<float> f32;
-  std::vector<uint16_t> halves;
+  std::vector<FloatMatrix> floats;
   std::vector<QuantizedMatrix> quantized;
   Weight weight;
 
   CaseWeights(const SplitCase& c, const std::vector<float>& values, int64_t rows, int64_t cols) {
-    if (c.dtype == DType::kF32) {
-      f32 = values;
-      weight = {f32.data(), c.dtype, rows, cols, 0};
-    } else if (c.dtype == DType::kF16 || c.dtype == DType::kBF16) {
-      for (float v : values) {
-        halves.push_back(c.dtype == DType::kF16 ? F32ToF16(v) : F32ToBf16(v));
-      }
-      weight = {halves.data(), c.dtype, rows, cols, 0};
+    if (IsQuantized(c.dtype)) {
+      weight = quantized.emplace_back(values, c.dtype, rows, cols, c.group_size).weight;
     } else {
-      quantized.emplace_back(values, c.dtype, rows, cols, c.group_size);
-      weight = quantized.back().weight;
+      weight = floats.emplace_back(values, c.dtype, rows, cols).weight;
     }
   }
 };

@@ -77,10 +77,10 @@ TEST_CASE("thread pool: a thread that runs slower gets a smaller balanced part")
     }
   };
   constexpr int64_t kCount = 1024;
-  // (The way back to even parts is tested on cpu::PartBalance with set timings: with real ones a
-  // busy test machine makes the worker late.)
   // The worker's part in each of 100 calls; the median of the last 30 is checked, so that a few
-  // calls where the caller lost its core for a time slice do not decide.
+  // calls where the caller lost its core for a time slice do not decide. (The way back to even
+  // parts is tested on cpu::PartBalance with set timings: with real ones a busy test machine makes
+  // the worker late.)
   std::vector<int64_t> worker_parts;
   for (int call = 0; call < 100; ++call) {
     int64_t worker_indices = 0;
