@@ -8,6 +8,8 @@
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
 #include "cpu/norm_rows.h"
+#include "cpu/product_sequence.h"
+#include "cpu/read_ahead.h"
 #include "cpu/shared_activations.h"
 #include "cpu/silu.h"
 #include "cpu/tile_prefetch.h"
@@ -22,9 +24,18 @@ float* Rows(Tensor t) { return static_cast<float*>(t.data); }
 constexpr int64_t kMinRowsPerTask = 4;
 // Element-wise work per parallel task below which splitting costs more than it saves.
 constexpr int64_t kMinElementsPerTask = 16384;
+// Products of at most this many tokens stream their weights (decode): while a thread waits for
+// the next one, it reads ahead up to kReadAheadBytes of its part of it. Measured on a Zen 4
+// guest, each setting alternating step by step within one decode: 128 KiB took the products'
+// time down 1-2% (110M int8) and 3% (110M int4); 64 and 512 KiB did about as well.
+constexpr int64_t kReadAheadMaxTokens = 8;
+constexpr int64_t kReadAheadBytes = int64_t{128} << 10;
 }  // namespace
 
 CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+
+// The calling thread's read-ahead may point into weights that go with this backend.
+CpuBackend::~CpuBackend() { cpu::ThisThreadReadAhead().Clear(); }
 
 std::string CpuBackend::name() const {
   return fmt::format("cpu ({} threads, {} kernels)", pool_.num_threads(),
@@ -87,6 +98,8 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
   // projection, and each thread packs x once for all of them. Each thread reads its rows once
   // for every token. A row's result does not depend on which thread computes it (the kernels'
   // tests split rows anywhere), so the split follows the threads' measured speeds.
+  const cpu::ProductCall* next =
+      x.rows <= kReadAheadMaxTokens ? products_.Record(projections) : nullptr;
   const uint64_t x_version = cpu::NewActivationVersion();
   const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
   const cpu::SharedActivations shared =
@@ -105,6 +118,15 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
                             isa, x_version, &shared);
           }
           first_row += p.w.rows;
+        }
+        // Done with its rows: the thread reads ahead the same share of the product that came
+        // next last time, while it waits (for that call, or for the other threads).
+        cpu::ReadAheadPlan& plan = cpu::ThisThreadReadAhead();
+        if (next != nullptr) {
+          const auto rows = static_cast<double>(total_rows);
+          cpu::PlanReadAhead(*next, x.rows, begin / rows, end / rows, kReadAheadBytes, plan);
+        } else {
+          plan.Clear();
         }
       },
       16);

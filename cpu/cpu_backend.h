@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/kv_cache.h"
+#include "cpu/product_sequence.h"
 #include "cpu/thread_pool.h"
 #include "engine/backend.h"
 
@@ -15,6 +16,7 @@ namespace zinf::cpu {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int num_threads);
+  ~CpuBackend() override;
   std::string name() const override;
 
   Tensor AllocateActivation(int64_t rows, int64_t cols) override;
@@ -49,6 +51,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  ProductSequence products_;
   std::vector<std::unique_ptr<float[]>> activations_;
   uint64_t activation_bytes_ = 0;
   cpu::CpuKvCache kv_cache_;

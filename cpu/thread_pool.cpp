@@ -10,6 +10,8 @@
 #include <immintrin.h>
 #endif
 
+#include "cpu/read_ahead.h"
+
 namespace zinf::cpu {
 
 namespace {
@@ -24,9 +26,14 @@ inline void CpuRelax() {
 #endif
 }
 
-// Polls `value` until it differs from `old` (true) or the spin time is over (false).
+// Polls `value` until it differs from `old` (true) or the spin time is over (false). Between
+// polls the thread fetches what its read-ahead plan holds (cpu/read_ahead.h), then pauses.
 template <typename T>
 bool SpinWhileEqual(const std::atomic<T>& value, T old) {
+  ReadAheadPlan& read_ahead = ThisThreadReadAhead();
+  while (read_ahead.Step()) {
+    if (value.load(std::memory_order_acquire) != old) return true;
+  }
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   while (true) {
     for (int j = 0; j < 16; ++j) {

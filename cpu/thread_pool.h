@@ -22,7 +22,7 @@ namespace zinf::cpu {
 // A decode step calls ParallelFor over a hundred times, each for tens of microseconds of work, so
 // waking a sleeping thread (a futex round trip, often more when the scheduler is slow) would cost
 // as much as the work: idle workers and the waiting caller spin for a short while before they
-// sleep.
+// sleep. While they spin they first fetch what their read-ahead plan holds (cpu/read_ahead.h).
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);
