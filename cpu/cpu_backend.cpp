@@ -94,12 +94,17 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
                                        ? cpu::BeginOneTokenProduct(projections[0].w.dtype, x.cols)
                                        : cpu::PrefetchTrial{};
   const auto start = std::chrono::steady_clock::now();
+  // What came after these products last time: each thread reads ahead its share of it.
+  const cpu::ProductCall* next = nullptr;
+  if (x.rows <= kReadAheadMaxTokens) {
+    next = products_.Record(projections);
+  } else {
+    products_.Forget();
+  }
   // One split of the projections' rows laid end to end: one pool hand-off instead of one per
   // projection, and each thread packs x once for all of them. Each thread reads its rows once
   // for every token. A row's result does not depend on which thread computes it (the kernels'
   // tests split rows anywhere), so the split follows the threads' measured speeds.
-  const cpu::ProductCall* next =
-      x.rows <= kReadAheadMaxTokens ? products_.Record(projections) : nullptr;
   const uint64_t x_version = cpu::NewActivationVersion();
   const cpu::CpuIsa isa = cpu::ActiveCpuIsa();
   const cpu::SharedActivations shared =
@@ -124,7 +129,7 @@ void CpuBackend::MatMuls(Tensor x, std::span<const Projection> projections) {
         cpu::ReadAheadPlan& plan = cpu::ThisThreadReadAhead();
         if (next != nullptr) {
           const auto rows = static_cast<double>(total_rows);
-          cpu::PlanReadAhead(*next, x.rows, begin / rows, end / rows, kReadAheadBytes, plan);
+          cpu::PlanReadAhead(*next, x.rows, isa, begin / rows, end / rows, kReadAheadBytes, plan);
         } else {
           plan.Clear();
         }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/tiling.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
@@ -21,17 +22,18 @@ int64_t RowBytes(const Weight& w) {
   }
 }
 
-// Rows [from, to) of w. One token: 16 streams a stride apart, a row of each in turn (tiling.h's
-// ForEachStridedTile); more tokens: the rows in order.
-ReadAheadSegment RowsSegment(const Weight& w, int64_t from, int64_t to, int64_t tokens) {
-  constexpr int kStreams = 16;
+// Rows [from, to) of w. One token: the streams of ForEachStridedTile (tiling.h), a row of each
+// in turn, 16 of them in the AVX-512 int8 / int4 kernels and 8 in the float, AVX2 and portable
+// ones; more tokens: the rows in order.
+ReadAheadSegment RowsSegment(const Weight& w, int64_t from, int64_t to, int64_t tokens,
+                             CpuIsa isa) {
+  const int streams = IsQuantized(w.dtype) && isa >= CpuIsa::kAvx512 ? 16 : 8;
   const int64_t row_bytes = RowBytes(w);
   const std::byte* first = static_cast<const std::byte*>(w.data) + from * row_bytes;
-  int64_t step = (to - from) / kStreams;
-  step -= step > 1 && step % 2 == 0;
+  const int64_t step = StridedTileStep(to - from, streams);
   const int64_t all = (to - from) * row_bytes;
   if (tokens > 1 || step < 1) return {first, 0, 1, all, all};
-  return {first, step * row_bytes, kStreams, step * row_bytes, row_bytes};
+  return {first, step * row_bytes, streams, step * row_bytes, row_bytes};
 }
 
 }  // namespace
@@ -56,7 +58,7 @@ const ProductCall* ProductSequence::Record(std::span<const Backend::Projection> 
   return found == next_.end() ? nullptr : &found->second;
 }
 
-void PlanReadAhead(const ProductCall& next, int64_t tokens, double begin_fraction,
+void PlanReadAhead(const ProductCall& next, int64_t tokens, CpuIsa isa, double begin_fraction,
                    double end_fraction, int64_t budget_bytes, ReadAheadPlan& plan) {
   plan.Clear();
   const auto begin = static_cast<int64_t>(std::llround(begin_fraction * next.total_rows));
@@ -66,7 +68,7 @@ void PlanReadAhead(const ProductCall& next, int64_t tokens, double begin_fractio
     const Weight& w = next.weights[i];
     const int64_t from = std::max(begin, first_row) - first_row;
     const int64_t to = std::min(end, first_row + w.rows) - first_row;
-    if (from < to && w.data != nullptr) plan.Add(RowsSegment(w, from, to, tokens));
+    if (from < to && w.data != nullptr) plan.Add(RowsSegment(w, from, to, tokens, isa));
     first_row += w.rows;
   }
   plan.Start(budget_bytes);

@@ -1,7 +1,6 @@
-// Weights a pool thread fetches while it waits. A decode step alternates products (memory-bound,
-// every thread reading) with work the calling thread does alone (norms, rope, sampling), during
-// which the memory bus would idle: a thread done with its part of one product is told where its
-// part of the next one lies, and fetches those lines into its L2 while it waits for that call.
+// Weights a pool thread fetches into L2 while it waits: between a decode step's products the
+// calling thread works alone (norms, rope, sampling) and the memory bus would idle, so a thread
+// done with its part of one product fetches its part of the next one meanwhile.
 #pragma once
 
 #include <algorithm>
@@ -71,7 +70,8 @@ bool ReadAheadPlan::NextLines(int max_lines, LineFn&& line) {
     }
     const int64_t chunk = std::min(s.chunk_bytes, s.stream_bytes - chunk_begin);
     const std::byte* base = s.begin + stream_ * s.stride + chunk_begin;
-    for (; offset_ < chunk && lines < max_lines; offset_ += kLineBytes, ++lines) {
+    for (; offset_ < chunk && lines < max_lines && budget_left_ > 0;
+         offset_ += kLineBytes, ++lines) {
       line(base + offset_);
       budget_left_ -= kLineBytes;
     }

@@ -35,6 +35,12 @@ std::byte* AlignedThreadScratch(size_t bytes) {
   return reinterpret_cast<std::byte*>(lines.data());
 }
 
+// The stride of ForEachStridedTile's tiles of tile_rows rows over `rows` rows: odd (see below).
+inline int64_t StridedTileStep(int64_t rows, int tile_rows) {
+  const int64_t step = rows / tile_rows;
+  return step - (step > 1 && step % 2 == 0);
+}
+
 // A lone token's tiles over rows [row_begin, row_end), kRows rows a stride apart: tile i takes
 // rows i, i + step, …, i + (kRows − 1)·step (from row_begin), so each row of a tile continues where
 // the previous tile's left off and the weights are read as kRows long sequential streams, which
@@ -45,8 +51,7 @@ std::byte* AlignedThreadScratch(size_t bytes) {
 // rows). Calls tile(first_row, step, last) and returns the first row left (fewer than 2·kRows).
 template <int kRows, typename TileFn>
 int64_t ForEachStridedTile(int64_t row_begin, int64_t row_end, TileFn&& tile) {
-  int64_t step = (row_end - row_begin) / kRows;
-  step -= step > 1 && step % 2 == 0;  // odd: see above
+  const int64_t step = StridedTileStep(row_end - row_begin, kRows);
   for (int64_t i = 0; i < step; ++i) tile(row_begin + i, step, i + 1 == step);
   return row_begin + step * kRows;
 }

@@ -1,7 +1,6 @@
-// cpu::ReadAheadPlan walks its streams a chunk of each in turn within its budget;
-// ProductSequence learns which product follows which; PlanReadAhead covers a thread's share of
-// the next product in the kernels' order; and a pool thread with read-ahead pending still takes
-// every call at once.
+// cpu::ReadAheadPlan walks its streams a chunk of each in turn within its budget; ProductSequence
+// learns which product follows which; PlanReadAhead covers a thread's share of the next product in
+// the kernels' order; pool threads with read-ahead pending still take every call.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -47,8 +46,12 @@ TEST_CASE("read-ahead: a chunk of each stream in turn, segments in order, within
   CHECK(Lines(plan, base) == std::vector<int64_t>{0, 64, 4096, 4160, 128, 4224, 20000});
   CHECK_FALSE(plan.Step());
 
-  plan.Start(3 * 64);  // the budget stops the walk
+  plan.Start(3 * 64);  // the budget stops the walk, even within a step
   CHECK(Lines(plan, base) == std::vector<int64_t>{0, 64, 4096});
+  plan.Start(64);
+  std::vector<const std::byte*> one;
+  plan.NextLines(8, [&](const std::byte* at) { one.push_back(at); });
+  CHECK(one.size() == 1);
 
   plan.Clear();
   plan.Start(1 << 20);
@@ -88,6 +91,14 @@ TEST_CASE("product sequence: what followed a call last time") {
   const cpu::ProductCall* after_c = sequence.Record({&pc, 1});
   REQUIRE(after_c != nullptr);
   CHECK(after_c->weights[0].data == a.data());
+  // A call between them that was not recorded (many tokens): d did not follow c.
+  std::vector<std::byte> d(64 * 64);
+  const Backend::Projection pd = ProjectionOf(d, 64, 64);
+  sequence.Forget();
+  CHECK(sequence.Record({&pd, 1}) == nullptr);
+  const cpu::ProductCall* still_after_c = sequence.Record({&pc, 1});
+  REQUIRE(still_after_c != nullptr);
+  CHECK(still_after_c->weights[0].data == a.data());
 }
 
 TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels walk them") {
@@ -102,9 +113,9 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
   next.total_rows = 150;
   cpu::ReadAheadPlan plan;
 
-  SECTION("one token: 16 streams a stride apart in each weight, then the next weight") {
+  SECTION("one token, AVX-512 int8: 16 streams a stride apart in each weight, then the next") {
     // The second half: q's rows 75..99, then k's rows 0..49.
-    cpu::PlanReadAhead(next, 1, 0.5, 1.0, 1 << 20, plan);
+    cpu::PlanReadAhead(next, 1, cpu::CpuIsa::kAvx512, 0.5, 1.0, 1 << 20, plan);
     std::vector<const std::byte*> lines;
     while (plan.NextLines(8, [&](const std::byte* at) { lines.push_back(at); })) {
     }
@@ -120,8 +131,18 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
     CHECK(unique.size() == lines.size());
   }
 
+  SECTION("one token, AVX2 int8: 8 streams") {
+    cpu::PlanReadAhead(next, 1, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);  // q's rows 0..74
+    std::vector<int64_t> offsets = Lines(plan, q.data());
+    // 75 rows -> step 9, 8 streams of 9 rows, a row of each in turn.
+    const int64_t lines_per_row = row_bytes / 64;
+    REQUIRE(offsets.size() == static_cast<size_t>(72 * lines_per_row));
+    for (int s = 0; s < 8; ++s) CHECK(offsets[s * lines_per_row] == 9 * s * row_bytes);
+    CHECK(offsets[8 * lines_per_row] == row_bytes);
+  }
+
   SECTION("a few tokens: the rows in order") {
-    cpu::PlanReadAhead(next, 4, 0.0, 0.5, 1 << 20, plan);  // q's rows 0..74
+    cpu::PlanReadAhead(next, 4, cpu::CpuIsa::kAvx512, 0.0, 0.5, 1 << 20, plan);  // q's rows 0..74
     std::vector<int64_t> offsets = Lines(plan, q.data());
     std::vector<int64_t> expected(75 * row_bytes / 64);
     for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<int64_t>(i) * 64;
@@ -129,9 +150,9 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
   }
 }
 
-TEST_CASE("thread pool: a thread with read-ahead pending takes every call") {
+TEST_CASE("thread pool: threads with read-ahead pending take every call") {
+  std::vector<std::byte> weights(8 << 20);  // outlives the pool, whose threads read ahead in it
   cpu::ThreadPool pool(3);
-  std::vector<std::byte> weights(8 << 20);
   std::vector<int64_t> values(4096);
   for (int call = 0; call < 500; ++call) {
     std::atomic<int64_t> sum{0};
