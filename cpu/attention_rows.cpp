@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu/dot.h"
 #include "cpu/exp.h"
@@ -184,6 +185,92 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
   }
 }
 
+// ScoreKeysAvx2 for heads [first_head, first_head + num_heads) at once (KV head = head), each
+// block of 8 keys for every head before the next block, so that the rows are read in order;
+// scores[h · num_keys + j]. Per score the same operations as ScoreKeysAvx2.
+void ScoreKeysHeadsAvx2(const float* query, const KvRows& keys, int first_head, int num_heads,
+                        int head_dim, int num_keys, float scale, float* scores) {
+  const int body = head_dim / 8 * 8;
+  int j = 0;
+  for (; j + 8 <= num_keys; j += 8) {
+    for (int h = 0; h < num_heads; ++h) {
+      const int kv_head = first_head + h;
+      const float* q = query + static_cast<int64_t>(h) * head_dim;
+      const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+      __m256 acc[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+      for (int d = 0; d < body; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + d);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          acc[i] = _mm256_fmadd_ps(qv, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d),
+                                   acc[i]);
+        }
+      }
+      alignas(32) float sums[8];
+      _mm256_store_ps(sums, ReduceEight(acc));
+      for (int i = 0; i < 8; ++i) {
+        float sum = sums[i];
+        const int64_t at = (j + i) * keys.row_stride + head_offset;
+        for (int d = body; d < head_dim; ++d) sum = std::fma(q[d], keys.value(at + d), sum);
+        scores[h * num_keys + j + i] = sum * keys.scale(j + i, kv_head) * scale;
+      }
+    }
+  }
+  for (; j < num_keys; ++j) {
+    for (int h = 0; h < num_heads; ++h) {
+      const int kv_head = first_head + h;
+      const float* q = query + static_cast<int64_t>(h) * head_dim;
+      const int64_t at = j * keys.row_stride + static_cast<int64_t>(kv_head) * head_dim;
+      __m256 acc = _mm256_setzero_ps();
+      for (int d = 0; d < body; d += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), LoadKv8(keys, at + d), acc);
+      scores[h * num_keys + j] =
+          FinishScore(acc, q, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
+    }
+  }
+}
+
+// WeightValuesAvx2 for heads [first_head, first_head + num_heads) at once: each value row once
+// for every head, sums[h · head_dim + d] = fma(w, value, sums[…]) over the rows in order from zero
+// (WeightValuesAvx2's chain per element). The sums are the calling thread's own until the end:
+// kept in `out`, the line two threads' heads share would move between their cores every row.
+void WeightValuesHeadsAvx2(const float* weights, const KvRows& values, int first_head,
+                           int num_heads, int head_dim, int num_keys, float* out) {
+  const int body = head_dim / 8 * 8;
+  thread_local std::vector<float> scratch;  // grown only: the step loop does not allocate
+  scratch.assign(static_cast<size_t>(num_heads) * head_dim, 0.0f);
+  for (int j = 0; j < num_keys; ++j) {
+    for (int h = 0; h < num_heads; ++h) {
+      const int kv_head = first_head + h;
+      const __m256 w = _mm256_set1_ps(weights[h * num_keys + j] * values.scale(j, kv_head));
+      const int64_t at = j * values.row_stride + static_cast<int64_t>(kv_head) * head_dim;
+      float* sums = scratch.data() + static_cast<int64_t>(h) * head_dim;
+      for (int d = 0; d < body; d += 8) {
+        _mm256_storeu_ps(sums + d,
+                         _mm256_fmadd_ps(w, LoadKv8(values, at + d), _mm256_loadu_ps(sums + d)));
+      }
+    }
+  }
+  for (int h = 0; h < num_heads; ++h) {
+    const int kv_head = first_head + h;
+    float* head_out = out + static_cast<int64_t>(h) * head_dim;
+    std::copy(scratch.data() + static_cast<int64_t>(h) * head_dim,
+              scratch.data() + static_cast<int64_t>(h) * head_dim + body, head_out);
+    for (int d = body; d < head_dim; ++d) {
+      float sum = 0;
+      for (int j = 0; j < num_keys; ++j) {
+        sum = std::fma(
+            weights[h * num_keys + j] * values.scale(j, kv_head),
+            values.value(j * values.row_stride + static_cast<int64_t>(kv_head) * head_dim + d),
+            sum);
+      }
+      head_out[d] = sum;
+    }
+  }
+}
+
 #pragma GCC pop_options
 
 #pragma GCC push_options
@@ -272,6 +359,14 @@ void WeightValues(const float* weights, const KvRows& values, int kv_head, int h
     const int64_t at = j * values.row_stride + head_offset;
     for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w, values.value(at + d), out[d]);
   }
+}
+
+void AttendHeadsInRowOrder(const float* query, const KvRows& keys, const KvRows& values,
+                           int first_head, int num_heads, int head_dim, int num_keys, float scale,
+                           float* scores, float* out, CpuIsa isa) {
+  ScoreKeysHeadsAvx2(query, keys, first_head, num_heads, head_dim, num_keys, scale, scores);
+  for (int h = 0; h < num_heads; ++h) Softmax(scores + h * num_keys, num_keys, isa);
+  WeightValuesHeadsAvx2(scores, values, first_head, num_heads, head_dim, num_keys, out);
 }
 
 }  // namespace zinf::cpu

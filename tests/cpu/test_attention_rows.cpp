@@ -257,6 +257,46 @@ void CheckHeadBlocksLevel(cpu::CpuIsa isa) {
   }
 }
 
+// Decode tokens of heads with a KV head each (no grouping): a thread's consecutive heads of one
+// token walk the KV rows once for all of them (AttendHeadsInRowOrder), with each head's bits, on
+// 1-3 threads (runs of every length), over key counts around multiples of 8.
+void CheckUngroupedDecodeLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int threads : {1, 2, 3}) {
+    cpu::ThreadPool pool(threads);
+    for (int num_heads : {1, 2, 5, 12}) {
+      for (int head_dim : {8, 13, 64, 100}) {
+        TestKv kv(num_heads, head_dim, rng);
+        if (num_heads > 1) {  // an infinite value of head 1, and a signed zero key
+          kv.f32[0][(TestKv::kPositions + 3) * kv.RowStride() + head_dim + 1] =
+              std::numeric_limits<float>::infinity();
+        }
+        kv.f32[1][2 * kv.RowStride()] = -0.0f;
+        const int64_t width = int64_t{num_heads} * head_dim;
+        std::vector<float> q(8 * width);
+        for (float& v : q) v = normal(rng);
+        for (bool int8 : {false, true}) {
+          cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
+          const std::vector<SequenceChunk> batches[] = {
+              {{0, 0, 1, 0}},
+              {{1, 7, 1, 0}},
+              {{0, 8, 1, 0}, {1, 15, 1, 1}},
+              {{0, 70, 1, 0}, {1, 3, 4, 1}, {0, 99, 1, 5}}};
+          for (const std::vector<SequenceChunk>& chunks : batches) {
+            INFO("threads " << threads << " heads " << num_heads << " head_dim " << head_dim
+                            << " int8 " << int8 << ", " << chunks.size() << " chunks");
+            args.chunks = chunks;
+            const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
+            ExpectLevelGivesPortable(pool, args, size, isa);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("attention: AVX2 gives the portable bits, its query blocks included", "[avx2]") {
@@ -275,6 +315,16 @@ TEST_CASE("attention: decode tokens of grouped heads give the portable bits in A
 TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX-512 head blocks",
           "[avx512]") {
   CheckHeadBlocksLevel(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("attention: decode tokens of ungrouped heads give the portable bits in AVX2 row order",
+          "[avx2]") {
+  CheckUngroupedDecodeLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("attention: decode tokens of ungrouped heads give the portable bits in AVX-512 row order",
+          "[avx512]") {
+  CheckUngroupedDecodeLevel(cpu::CpuIsa::kAvx512);
 }
 
 }  // namespace zinf
