@@ -103,7 +103,6 @@ int64_t DecodeHeadRun(const AttentionArgs& args, const std::vector<WorkItem>& it
   int64_t last = first;
   while (last + 1 < end && single(items[last + 1]) &&
          items[last + 1].chunk_idx == items[first].chunk_idx &&
-         items[last + 1].first_token == items[first].first_token &&
          items[last + 1].head == items[last].head + 1) {
     ++last;
   }
@@ -139,26 +138,6 @@ int HeadsPerDecodeItem(const AttentionArgs& args, int num_threads, CpuIsa isa) {
 }  // namespace
 
 void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa) {
-  // Only decode tokens, at least one per thread, each head its own KV head, AVX2 up: whole tokens
-  // per thread, each token's KV rows walked once for all its heads (AttendDecodeHeads). With fewer
-  // tokens than threads the heads are split instead: one thread in row order was only level with
-  // two walking head by head (110M, 2 threads, ~65 keys: 22-24 vs 20-27 µs), and with more
-  // threads the split wins.
-  const bool ungrouped_decode =
-      isa >= CpuIsa::kAvx2 && args.shape.num_heads == args.shape.num_kv_heads &&
-      static_cast<int>(args.chunks.size()) >= pool.num_threads() &&
-      std::all_of(args.chunks.begin(), args.chunks.end(),
-                  [](const SequenceChunk& chunk) { return chunk.num_tokens == 1; });
-  if (ungrouped_decode) {
-    pool.ParallelFor(static_cast<int64_t>(args.chunks.size()), [&](int64_t begin, int64_t end) {
-      thread_local std::vector<float> scores;
-      for (int64_t c = begin; c < end; ++c) {
-        AttendDecodeHeads(args, WorkItem{static_cast<int>(c), 0, 0, 1, 1}, args.shape.num_heads,
-                          scores, isa);
-      }
-    });
-    return;
-  }
   // At the portable level every block is one token of one head. From AVX2 up a block of one (a
   // chunk's last token, or a decode token of a model without grouped heads) takes the one-query
   // loops: it has nothing to share.

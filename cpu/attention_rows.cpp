@@ -52,10 +52,62 @@ inline float FinishScore(__m256 acc, const float* query, const KvRows& keys, int
   return sum;
 }
 
+// scores[i] for keys j .. j + 7 of KV head kv_head: eight independent fma chains, reduced
+// together, the tail of head_dim and the scales after.
+inline __attribute__((always_inline)) void ScoreEightKeysAvx2(const float* query,
+                                                              const KvRows& keys, int kv_head,
+                                                              int head_dim, int j, float scale,
+                                                              float* scores) {
+  const int body = head_dim / 8 * 8;
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+  for (int d = 0; d < body; d += 8) {
+    const __m256 q = _mm256_loadu_ps(query + d);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      acc[i] =
+          _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
+    }
+  }
+  alignas(32) float sums[8];
+  _mm256_store_ps(sums, ReduceEight(acc));
+  for (int i = 0; i < 8; ++i) {
+    float sum = sums[i];
+    const int64_t at = (j + i) * keys.row_stride + head_offset;
+    for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
+    scores[i] = sum * keys.scale(j + i, kv_head) * scale;
+  }
+}
+
+// The score of key j alone (past the last multiple of 8).
+inline float ScoreOneKeyAvx2(const float* query, const KvRows& keys, int kv_head, int head_dim,
+                             int j, float scale) {
+  const int body = head_dim / 8 * 8;
+  const int64_t at = j * keys.row_stride + static_cast<int64_t>(kv_head) * head_dim;
+  __m256 acc = _mm256_setzero_ps();
+  for (int d = 0; d < body; d += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
+  return FinishScore(acc, query, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
+}
+
+// Σ_j weights[j] · value_j[d] for one dimension d of KV head kv_head, one fma at a time in order:
+// the dimensions past the last multiple of 8.
+inline float WeightValueTail(const float* weights, const KvRows& values, int kv_head, int head_dim,
+                             int num_keys, int d) {
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  float sum = 0;
+  for (int j = 0; j < num_keys; ++j) {
+    sum = std::fma(weights[j] * values.scale(j, kv_head),
+                   values.value(j * values.row_stride + head_offset + d), sum);
+  }
+  return sum;
+}
+
 // Eight keys at a time: eight independent fma chains, reduced together.
 void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head_dim, int num_keys,
                    float scale, float* scores) {
-  const int body = head_dim / 8 * 8;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   const int64_t head_bytes = head_dim * KvElementBytes(keys);
   int j = 0;
@@ -65,33 +117,9 @@ void ScoreKeysAvx2(const float* query, const KvRows& keys, int kv_head, int head
                  (j + i) * keys.row_stride + head_offset + KvAheadDistance(keys, j + i, num_keys),
                  head_bytes);
     }
-    __m256 acc[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
-    for (int d = 0; d < body; d += 8) {
-      const __m256 q = _mm256_loadu_ps(query + d);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        acc[i] =
-            _mm256_fmadd_ps(q, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d), acc[i]);
-      }
-    }
-    alignas(32) float sums[8];
-    _mm256_store_ps(sums, ReduceEight(acc));
-    for (int i = 0; i < 8; ++i) {
-      float sum = sums[i];
-      const int64_t at = (j + i) * keys.row_stride + head_offset;
-      for (int d = body; d < head_dim; ++d) sum = std::fma(query[d], keys.value(at + d), sum);
-      scores[j + i] = sum * keys.scale(j + i, kv_head) * scale;
-    }
+    ScoreEightKeysAvx2(query, keys, kv_head, head_dim, j, scale, scores + j);
   }
-  for (; j < num_keys; ++j) {
-    const int64_t at = j * keys.row_stride + head_offset;
-    __m256 acc = _mm256_setzero_ps();
-    for (int d = 0; d < body; d += 8)
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), LoadKv8(keys, at + d), acc);
-    scores[j] = FinishScore(acc, query, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
-  }
+  for (; j < num_keys; ++j) scores[j] = ScoreOneKeyAvx2(query, keys, kv_head, head_dim, j, scale);
 }
 
 // What std::max over j in order gives: scores[0] if it is NaN, else the largest non-NaN score.
@@ -175,14 +203,8 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
     }
     for (int c = 0; c < chunks; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
   }
-  for (int d = body; d < head_dim; ++d) {
-    float sum = 0;
-    for (int j = 0; j < num_keys; ++j) {
-      sum = std::fma(weights[j] * values.scale(j, kv_head),
-                     values.value(j * values.row_stride + head_offset + d), sum);
-    }
-    out[d] = sum;
-  }
+  for (int d = body; d < head_dim; ++d)
+    out[d] = WeightValueTail(weights, values, kv_head, head_dim, num_keys, d);
 }
 
 // ScoreKeysAvx2 for heads [first_head, first_head + num_heads) at once (KV head = head), each
@@ -190,44 +212,17 @@ void WeightValuesAvx2(const float* weights, const KvRows& values, int kv_head, i
 // scores[h · num_keys + j]. Per score the same operations as ScoreKeysAvx2.
 void ScoreKeysHeadsAvx2(const float* query, const KvRows& keys, int first_head, int num_heads,
                         int head_dim, int num_keys, float scale, float* scores) {
-  const int body = head_dim / 8 * 8;
   int j = 0;
   for (; j + 8 <= num_keys; j += 8) {
     for (int h = 0; h < num_heads; ++h) {
-      const int kv_head = first_head + h;
-      const float* q = query + static_cast<int64_t>(h) * head_dim;
-      const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
-      __m256 acc[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
-      for (int d = 0; d < body; d += 8) {
-        const __m256 qv = _mm256_loadu_ps(q + d);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-          acc[i] = _mm256_fmadd_ps(qv, LoadKv8(keys, (j + i) * keys.row_stride + head_offset + d),
-                                   acc[i]);
-        }
-      }
-      alignas(32) float sums[8];
-      _mm256_store_ps(sums, ReduceEight(acc));
-      for (int i = 0; i < 8; ++i) {
-        float sum = sums[i];
-        const int64_t at = (j + i) * keys.row_stride + head_offset;
-        for (int d = body; d < head_dim; ++d) sum = std::fma(q[d], keys.value(at + d), sum);
-        scores[h * num_keys + j + i] = sum * keys.scale(j + i, kv_head) * scale;
-      }
+      ScoreEightKeysAvx2(query + static_cast<int64_t>(h) * head_dim, keys, first_head + h, head_dim,
+                         j, scale, scores + h * num_keys + j);
     }
   }
   for (; j < num_keys; ++j) {
     for (int h = 0; h < num_heads; ++h) {
-      const int kv_head = first_head + h;
-      const float* q = query + static_cast<int64_t>(h) * head_dim;
-      const int64_t at = j * keys.row_stride + static_cast<int64_t>(kv_head) * head_dim;
-      __m256 acc = _mm256_setzero_ps();
-      for (int d = 0; d < body; d += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), LoadKv8(keys, at + d), acc);
-      scores[h * num_keys + j] =
-          FinishScore(acc, q, keys, at, body, head_dim) * keys.scale(j, kv_head) * scale;
+      scores[h * num_keys + j] = ScoreOneKeyAvx2(query + static_cast<int64_t>(h) * head_dim, keys,
+                                                 first_head + h, head_dim, j, scale);
     }
   }
 }
@@ -259,14 +254,7 @@ void WeightValuesHeadsAvx2(const float* weights, const KvRows& values, int first
     std::copy(scratch.data() + static_cast<int64_t>(h) * head_dim,
               scratch.data() + static_cast<int64_t>(h) * head_dim + body, head_out);
     for (int d = body; d < head_dim; ++d) {
-      float sum = 0;
-      for (int j = 0; j < num_keys; ++j) {
-        sum = std::fma(
-            weights[h * num_keys + j] * values.scale(j, kv_head),
-            values.value(j * values.row_stride + static_cast<int64_t>(kv_head) * head_dim + d),
-            sum);
-      }
-      head_out[d] = sum;
+      head_out[d] = WeightValueTail(weights + h * num_keys, values, kv_head, head_dim, num_keys, d);
     }
   }
 }

@@ -14,12 +14,8 @@ namespace {
 
 // Bytes of one row's values (int4's group parameters lie elsewhere and are left to the kernel).
 int64_t RowBytes(const Weight& w) {
-  switch (w.dtype) {
-    case DType::kF32: return w.cols * 4;
-    case DType::kF16:
-    case DType::kBF16: return w.cols * 2;
-    default: return LayoutOf(w.dtype, w.rows, w.cols, w.group_size).row_bytes();
-  }
+  return IsQuantized(w.dtype) ? LayoutOf(w.dtype, w.rows, w.cols, w.group_size).row_bytes()
+                              : w.cols * static_cast<int64_t>(DTypeSize(w.dtype));
 }
 
 // Rows [from, to) of w. One token: the streams of ForEachStridedTile (tiling.h), a row of each
