@@ -50,7 +50,7 @@ struct SessionOptions {
   int step_tokens = 512;
   int micro_batch_tokens = 0;    // 0: a step is one micro-batch
   int logit_rows_per_step = 0;   // 0: one per sequence; perplexity wants a whole step's
-  DType kv_dtype = DType::kF32;  // f32 or int8
+  DType kv_dtype = DType::kF32;  // f32, f16 (CPU) or int8
   int threads = 0;               // 0: all cores
   WeightsMode weights = WeightsMode::kAuto;
   int prefetch_depth = -1;  // -1: the plan's

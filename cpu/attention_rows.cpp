@@ -35,10 +35,12 @@ float ScoreOnePortable(const float* query, const KvRows& keys, int64_t at, int h
 }
 
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 inline __m256 LoadKv8(const KvRows& rows, int64_t at) {
   if (rows.f32 != nullptr) return _mm256_loadu_ps(rows.f32 + at);
+  if (rows.f16 != nullptr)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.f16 + at)));
   const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows.i8 + at));
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
 }
@@ -262,7 +264,7 @@ void WeightValuesHeadsAvx2(const float* weights, const KvRows& values, int first
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
 // -Wmaybe-uninitialized (or -Wuninitialized) reports once they are inlined here.
 #pragma GCC diagnostic push

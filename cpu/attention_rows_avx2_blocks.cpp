@@ -24,14 +24,16 @@ constexpr int kTileKeys = 2;     // keys per score tile
 constexpr int kValueChunks = 2;  // 8-float value vectors per query in a value pass
 
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 // Dims [at, at + 8) of a key or value row, as stored (an int8 one before its scale), in f32.
-template <bool kInt8>
+template <KvElement kType>
 inline __m256 LoadKv8(const KvRows& rows, int64_t at) {
-  if constexpr (kInt8) {
+  if constexpr (kType == KvElement::kI8) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows.i8 + at));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+  } else if constexpr (kType == KvElement::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.f16 + at)));
   } else {
     return _mm256_loadu_ps(rows.f32 + at);
   }
@@ -46,7 +48,7 @@ struct ScoreTile {
 };
 
 // acc[2b + e] = the 8-lane chain of query b with key e over the body of head_dim.
-template <bool kInt8>
+template <KvElement kType>
 inline void ScoreTileBody(const ScoreTile& tile, int body, const KvRows& keys, __m256 (&acc)[8]) {
   // Hand-unrolled: at -O2 GCC keeps `acc` in memory otherwise.
 #pragma GCC unroll 8
@@ -54,7 +56,7 @@ inline void ScoreTileBody(const ScoreTile& tile, int body, const KvRows& keys, _
   for (int d = 0; d < body; d += 8) {
     __m256 k[kTileKeys];
 #pragma GCC unroll 2
-    for (int e = 0; e < kTileKeys; ++e) k[e] = LoadKv8<kInt8>(keys, tile.at[e] + d);
+    for (int e = 0; e < kTileKeys; ++e) k[e] = LoadKv8<kType>(keys, tile.at[e] + d);
 #pragma GCC unroll 4
     for (int b = 0; b < kGroup; ++b) {
       const __m256 qv = _mm256_loadu_ps(tile.q[b] + d);
@@ -68,12 +70,12 @@ inline void ScoreTileBody(const ScoreTile& tile, int body, const KvRows& keys, _
 // Stores the tile's scores (rows of its 4 queries at scores + b · score_stride, 2 keys each) from
 // the reduced sums: the tail of head_dim past the 8-float chunks one fma at a time, then · row
 // scale · scale, as ScoreKeys does.
-template <bool kInt8>
+template <KvElement kType>
 inline void StoreTileScores(__m256 sums, const ScoreTile& tile, const KvRows& keys, int kv_head,
                             int body, int head_dim, float scale, float* scores,
                             int64_t score_stride) {
   if (body == head_dim) {
-    if constexpr (kInt8) {
+    if constexpr (kType == KvElement::kI8) {
       const float s0 = keys.scales[static_cast<int64_t>(tile.key[0]) * keys.num_kv_heads + kv_head];
       const float s1 = keys.scales[static_cast<int64_t>(tile.key[1]) * keys.num_kv_heads + kv_head];
       sums = _mm256_mul_ps(sums, _mm256_setr_ps(s0, s1, s0, s1, s0, s1, s0, s1));
@@ -98,7 +100,7 @@ inline void StoreTileScores(__m256 sums, const ScoreTile& tile, const KvRows& ke
   }
 }
 
-template <bool kInt8>
+template <KvElement kType>
 void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                 int64_t score_stride) {
   const int head_dim = block.head_dim, body = head_dim / 8 * 8, kv_head = block.kv_head;
@@ -129,8 +131,8 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
         tile.at[e] = at[e];
       }
       __m256 acc[8];
-      ScoreTileBody<kInt8>(tile, body, keys, acc);
-      StoreTileScores<kInt8>(ReduceEight(acc), tile, keys, kv_head, body, head_dim, scale,
+      ScoreTileBody<kType>(tile, body, keys, acc);
+      StoreTileScores<kType>(ReduceEight(acc), tile, keys, kv_head, body, head_dim, scale,
                              scores + kGroup * g * score_stride + j, score_stride);
     }
   }
@@ -139,14 +141,14 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
 // Accumulates value row j (kChunks · 8 dims from `at`) into a group's queries: all of them, or
 // (kAll false) those whose keys reach past j; requests the same dims `ahead` elements on. w[b][j]
 // is already the weight times the row's scale.
-template <bool kInt8, bool kAll, int kChunks>
+template <KvElement kType, bool kAll, int kChunks>
 inline void AddValueRow(const float* const (&w)[kGroup], const int (&num_keys)[kGroup],
                         const KvRows& values, int j, int64_t at, int64_t ahead,
                         __m256 (&acc)[kGroup][kValueChunks]) {
   PrefetchKv(values, at + ahead, 8 * kChunks * KvElementBytes(values));
   __m256 v[kChunks];
 #pragma GCC unroll 2
-  for (int c = 0; c < kChunks; ++c) v[c] = LoadKv8<kInt8>(values, at + 8 * c);
+  for (int c = 0; c < kChunks; ++c) v[c] = LoadKv8<kType>(values, at + 8 * c);
 #pragma GCC unroll 4
   for (int b = 0; b < kGroup; ++b) {
     if (!kAll && j >= num_keys[b]) continue;
@@ -160,7 +162,7 @@ inline void AddValueRow(const float* const (&w)[kGroup], const int (&num_keys)[k
 // query, whose copies are not stored): the keys all of them see, then the further ones of the
 // later queries, so that each query's chain runs over its own keys in order (a zero weight would
 // not leave it alone: fma(0, v, -0) is +0, and 0 · inf is NaN).
-template <bool kInt8, int kChunks>
+template <KvElement kType, int kChunks>
 inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kGroup], int stored,
                        const KvRows& values, int64_t head_offset, int d0,
                        float* const (&out)[kGroup]) {
@@ -172,12 +174,12 @@ inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kG
   const int last = num_keys[kGroup - 1];
   int j = 0;
   for (; j < num_keys[0]; ++j) {
-    AddValueRow<kInt8, true, kChunks>(w, num_keys, values, j,
+    AddValueRow<kType, true, kChunks>(w, num_keys, values, j,
                                       j * values.row_stride + head_offset + d0,
                                       KvAheadDistance(values, j, last), acc);
   }
   for (; j < last; ++j) {
-    AddValueRow<kInt8, false, kChunks>(w, num_keys, values, j,
+    AddValueRow<kType, false, kChunks>(w, num_keys, values, j,
                                        j * values.row_stride + head_offset + d0,
                                        KvAheadDistance(values, j, last), acc);
   }
@@ -190,7 +192,7 @@ inline void WeightPass(const float* const (&w)[kGroup], const int (&num_keys)[kG
   }
 }
 
-template <bool kInt8>
+template <KvElement kType>
 void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_stride,
                  const KvRows& values, float* out, int64_t out_stride) {
   const int kv_head = block.kv_head, head_dim = block.head_dim, body = head_dim / 8 * 8;
@@ -198,7 +200,7 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   // An int8 cache's weights times their rows' scales, formed once rather than in every pass (the
   // product WeightValues forms; for an f32 cache weights[j] · 1 is weights[j]).
   thread_local std::vector<float> scaled;
-  if constexpr (kInt8) {
+  if constexpr (kType == KvElement::kI8) {
     const int64_t n = block.last_num_keys();
     if (scaled.size() < static_cast<size_t>(block.num_queries * n))
       scaled.resize(block.num_queries * n);
@@ -229,11 +231,11 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
   int d0 = 0;
   for (; d0 + 8 * kValueChunks <= body; d0 += 8 * kValueChunks) {
     for (int g = 0; g < groups; ++g)
-      WeightPass<kInt8, kValueChunks>(w[g], num_keys[g], stored[g], values, head_offset, d0, o[g]);
+      WeightPass<kType, kValueChunks>(w[g], num_keys[g], stored[g], values, head_offset, d0, o[g]);
   }
   if (d0 < body) {
     for (int g = 0; g < groups; ++g)
-      WeightPass<kInt8, 1>(w[g], num_keys[g], stored[g], values, head_offset, d0, o[g]);
+      WeightPass<kType, 1>(w[g], num_keys[g], stored[g], values, head_offset, d0, o[g]);
   }
   for (int g = 0; g < groups; ++g) {
     for (int b = 0; b < stored[g]; ++b) {
@@ -253,15 +255,26 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
 
 void ScoreKeysBlockAvx2(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                         int64_t score_stride) {
-  if (keys.f32 != nullptr) return ScoreBlock<false>(block, keys, scale, scores, score_stride);
-  ScoreBlock<true>(block, keys, scale, scores, score_stride);
+  switch (keys.element()) {
+    case KvElement::kF32:
+      return ScoreBlock<KvElement::kF32>(block, keys, scale, scores, score_stride);
+    case KvElement::kF16:
+      return ScoreBlock<KvElement::kF16>(block, keys, scale, scores, score_stride);
+    case KvElement::kI8:
+      return ScoreBlock<KvElement::kI8>(block, keys, scale, scores, score_stride);
+  }
 }
 
 void WeightValuesBlockAvx2(const QueryBlock& block, const float* weights, int64_t weight_stride,
                            const KvRows& values, float* out, int64_t out_stride) {
-  if (values.f32 != nullptr)
-    return WeightBlock<false>(block, weights, weight_stride, values, out, out_stride);
-  WeightBlock<true>(block, weights, weight_stride, values, out, out_stride);
+  switch (values.element()) {
+    case KvElement::kF32:
+      return WeightBlock<KvElement::kF32>(block, weights, weight_stride, values, out, out_stride);
+    case KvElement::kF16:
+      return WeightBlock<KvElement::kF16>(block, weights, weight_stride, values, out, out_stride);
+    case KvElement::kI8:
+      return WeightBlock<KvElement::kI8>(block, weights, weight_stride, values, out, out_stride);
+  }
 }
 
 }  // namespace zinf::cpu

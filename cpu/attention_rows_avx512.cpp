@@ -29,14 +29,14 @@ constexpr int kTileKeys = 16 / kPairs;
 // 4 × 4 for blocks of up to 4.
 
 // KvRows::scale with the cache's dtype known when compiling.
-template <bool kInt8>
+template <KvElement kType>
 inline float RowScaleOf(const KvRows& rows, int j, int kv_head) {
-  if constexpr (kInt8) return rows.scale(j, kv_head);
+  if constexpr (kType == KvElement::kI8) return rows.scale(j, kv_head);
   return 1.0f;
 }
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
 // -Wmaybe-uninitialized (or -Wuninitialized) reports once they are inlined here.
 #pragma GCC diagnostic push
@@ -62,12 +62,15 @@ const float* PackQueryPairs(const QueryBlock& block, int chunks) {
 }
 
 // Key dims [at, at + 8) as f32 in both 256-bit halves.
-template <bool kInt8>
+template <KvElement kType>
 inline __m512 BroadcastKey8(const KvRows& keys, int64_t at) {
-  if constexpr (kInt8) {
+  if constexpr (kType == KvElement::kI8) {
     int64_t bytes;
     std::memcpy(&bytes, keys.i8 + at, sizeof(bytes));
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_set1_epi64x(bytes)));
+  } else if constexpr (kType == KvElement::kF16) {
+    return _mm512_broadcast_f32x8(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(keys.f16 + at))));
   } else {
     return _mm512_broadcast_f32x8(_mm256_loadu_ps(keys.f32 + at));
   }
@@ -93,7 +96,7 @@ KeyTile<kKeys> MakeKeyTile(const QueryBlock& block, const KvRows& keys, int firs
 }
 
 // The body of the dot products of a tile's keys with the block's query pairs.
-template <bool kInt8, int kPairs>
+template <KvElement kType, int kPairs>
 inline void ScoreTile(const float* packed, int chunks, const KvRows& keys,
                       const KeyTile<kTileKeys<kPairs>>& tile,
                       __m512 (&acc)[kTileKeys<kPairs>][kPairs]) {
@@ -106,7 +109,7 @@ inline void ScoreTile(const float* packed, int chunks, const KvRows& keys,
   for (int c = 0; c < chunks; ++c) {
     __m512 k[kKeys];
 #pragma GCC unroll 8
-    for (int e = 0; e < kKeys; ++e) k[e] = BroadcastKey8<kInt8>(keys, tile.at[e] + 8 * c);
+    for (int e = 0; e < kKeys; ++e) k[e] = BroadcastKey8<kType>(keys, tile.at[e] + 8 * c);
 #pragma GCC unroll 4
     for (int p = 0; p < kPairs; ++p) {
       const __m512 qv = _mm512_loadu_ps(packed + (p * chunks + c) * 16);
@@ -145,17 +148,17 @@ inline __m512 ReduceQueryQuad(const __m512 (&acc)[kKeys][kPairs], int g, int k) 
 // The scores of 4 keys (`key`, starting at `at`) for queries [first, first + 4) from their reduced sums:
 // · row scale · scale, as ScoreKeys does, after the tail of head_dim past the 8-float chunks one
 // fma at a time.
-template <bool kInt8>
+template <KvElement kType>
 inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, const KvRows& keys,
                             const int* key, const int64_t* at, float scale, float* scores,
                             int64_t score_stride) {
   const int body = block.head_dim / 8 * 8;
   if (body == block.head_dim) {
-    if constexpr (kInt8) {
+    if constexpr (kType == KvElement::kI8) {
       const int h = block.kv_head;
       const __m128 row_scales =
-          _mm_setr_ps(RowScaleOf<kInt8>(keys, key[0], h), RowScaleOf<kInt8>(keys, key[1], h),
-                      RowScaleOf<kInt8>(keys, key[2], h), RowScaleOf<kInt8>(keys, key[3], h));
+          _mm_setr_ps(RowScaleOf<kType>(keys, key[0], h), RowScaleOf<kType>(keys, key[1], h),
+                      RowScaleOf<kType>(keys, key[2], h), RowScaleOf<kType>(keys, key[3], h));
       sums = _mm512_mul_ps(sums, _mm512_broadcast_f32x4(row_scales));
     }  // an f32 row's scale is 1: sum · 1 is sum
     sums = _mm512_mul_ps(sums, _mm512_set1_ps(scale));
@@ -172,12 +175,12 @@ inline void StoreQuadScores(__m512 sums, const QueryBlock& block, int first, con
     for (int e = 0; e < 4; ++e) {
       float sum = lanes[4 * b + e];
       for (int d = body; d < block.head_dim; ++d) sum = std::fma(q[d], keys.value(at[e] + d), sum);
-      scores[b * score_stride + e] = sum * RowScaleOf<kInt8>(keys, key[e], block.kv_head) * scale;
+      scores[b * score_stride + e] = sum * RowScaleOf<kType>(keys, key[e], block.kv_head) * scale;
     }
   }
 }
 
-template <bool kInt8, int kPairs>
+template <KvElement kType, int kPairs>
 void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                 int64_t score_stride) {
   constexpr int kKeys = kTileKeys<kPairs>;
@@ -191,14 +194,14 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
                  head_bytes);
     }
     __m512 acc[kKeys][kPairs];
-    ScoreTile<kInt8, kPairs>(packed, chunks, keys, tile, acc);
+    ScoreTile<kType, kPairs>(packed, chunks, keys, tile, acc);
     // Unrolled with constant bounds: a run-time quad index would keep acc in memory.
 #pragma GCC unroll 2
     for (int g = 0; g < kPairs / 2; ++g) {
       if (4 * g >= block.num_queries) break;
 #pragma GCC unroll 2
       for (int k = 0; k < kKeys; k += 4) {
-        StoreQuadScores<kInt8>(ReduceQueryQuad(acc, g, k), block, 4 * g, keys, tile.key + k,
+        StoreQuadScores<kType>(ReduceQueryQuad(acc, g, k), block, 4 * g, keys, tile.key + k,
                                tile.at + k, scale, scores + 4 * g * score_stride + j + k,
                                score_stride);
       }
@@ -207,10 +210,12 @@ void ScoreBlock(const QueryBlock& block, const KvRows& keys, float scale, float*
 }
 
 // Value dims [at, at + 16) where `mask` says, as f32 (zeros elsewhere).
-template <bool kInt8>
+template <KvElement kType>
 inline __m512 LoadValues16(const KvRows& values, int64_t at, __mmask16 mask) {
-  if constexpr (kInt8) {
+  if constexpr (kType == KvElement::kI8) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, values.i8 + at)));
+  } else if constexpr (kType == KvElement::kF16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, values.f16 + at));
   } else {
     return _mm512_maskz_loadu_ps(mask, values.f32 + at);
   }
@@ -218,7 +223,7 @@ inline __m512 LoadValues16(const KvRows& values, int64_t at, __mmask16 mask) {
 
 // Accumulates value row j (dims from `at`) into the block's queries: all of them, or (kAll false)
 // those whose keys reach past j; requests the same dims `ahead` elements on.
-template <bool kInt8, bool kAll, int kQueries, int kValueVectors>
+template <KvElement kType, bool kAll, int kQueries, int kValueVectors>
 inline void AddValueRow(const float* const (&weights)[kQueries], const int (&num_keys)[kQueries],
                         const KvRows& values, int kv_head, int j, int64_t at, int64_t ahead,
                         int dims, const __mmask16 (&masks)[kValueVectors],
@@ -226,19 +231,20 @@ inline void AddValueRow(const float* const (&weights)[kQueries], const int (&num
   PrefetchKv(values, at + ahead, dims * KvElementBytes(values));
   __m512 v[kValueVectors];
 #pragma GCC unroll 8
-  for (int c = 0; c < kValueVectors; ++c) v[c] = LoadValues16<kInt8>(values, at + 16 * c, masks[c]);
+  for (int c = 0; c < kValueVectors; ++c) v[c] = LoadValues16<kType>(values, at + 16 * c, masks[c]);
 #pragma GCC unroll 8
   for (int q = 0; q < kQueries; ++q) {
     if (!kAll && j >= num_keys[q]) continue;
     // The product WeightValues forms (for an f32 cache weights[j] · 1, which is weights[j]).
-    const float w = kInt8 ? weights[q][j] * RowScaleOf<kInt8>(values, j, kv_head) : weights[q][j];
+    const float w = kType == KvElement::kI8 ? weights[q][j] * RowScaleOf<kType>(values, j, kv_head)
+                                            : weights[q][j];
     const __m512 wv = _mm512_set1_ps(w);
 #pragma GCC unroll 8
     for (int c = 0; c < kValueVectors; ++c) acc[q][c] = _mm512_fmadd_ps(wv, v[c], acc[q][c]);
   }
 }
 
-template <bool kInt8, int kQueries, int kValueVectors>
+template <KvElement kType, int kQueries, int kValueVectors>
 void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_stride,
                  const KvRows& values, float* out, int64_t out_stride) {
   // A short block repeats its last query, whose copies are not stored.
@@ -269,12 +275,12 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
     // is +0, and 0 · inf is NaN).
     int j = 0;
     for (; j < num_keys[0]; ++j) {
-      AddValueRow<kInt8, true, kQueries, kValueVectors>(
+      AddValueRow<kType, true, kQueries, kValueVectors>(
           w, num_keys, values, kv_head, j, j * values.row_stride + head_offset + d0,
           KvAheadDistance(values, j, last), dims, masks, acc);
     }
     for (; j < last; ++j) {
-      AddValueRow<kInt8, false, kQueries, kValueVectors>(
+      AddValueRow<kType, false, kQueries, kValueVectors>(
           w, num_keys, values, kv_head, j, j * values.row_stride + head_offset + d0,
           KvAheadDistance(values, j, last), dims, masks, acc);
     }
@@ -293,29 +299,49 @@ void WeightBlock(const QueryBlock& block, const float* weights, int64_t weight_s
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+// Each kernel instantiated for each of the cache's element types.
+template <int kPairs>
+void ScoreBlockOf(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
+                  int64_t score_stride) {
+  switch (keys.element()) {
+    case KvElement::kF32:
+      return ScoreBlock<KvElement::kF32, kPairs>(block, keys, scale, scores, score_stride);
+    case KvElement::kF16:
+      return ScoreBlock<KvElement::kF16, kPairs>(block, keys, scale, scores, score_stride);
+    case KvElement::kI8:
+      return ScoreBlock<KvElement::kI8, kPairs>(block, keys, scale, scores, score_stride);
+  }
+}
+
+template <int kQueries, int kValueVectors>
+void WeightBlockOf(const QueryBlock& block, const float* weights, int64_t weight_stride,
+                   const KvRows& values, float* out, int64_t out_stride) {
+  switch (values.element()) {
+    case KvElement::kF32:
+      return WeightBlock<KvElement::kF32, kQueries, kValueVectors>(block, weights, weight_stride,
+                                                                   values, out, out_stride);
+    case KvElement::kF16:
+      return WeightBlock<KvElement::kF16, kQueries, kValueVectors>(block, weights, weight_stride,
+                                                                   values, out, out_stride);
+    case KvElement::kI8:
+      return WeightBlock<KvElement::kI8, kQueries, kValueVectors>(block, weights, weight_stride,
+                                                                  values, out, out_stride);
+  }
+}
+
 }  // namespace
 
 void ScoreKeysBlockAvx512(const QueryBlock& block, const KvRows& keys, float scale, float* scores,
                           int64_t score_stride) {
-  const bool f32 = keys.f32 != nullptr;
-  if (block.num_queries <= 4) {
-    if (f32) return ScoreBlock<false, 2>(block, keys, scale, scores, score_stride);
-    return ScoreBlock<true, 2>(block, keys, scale, scores, score_stride);
-  }
-  if (f32) return ScoreBlock<false, 4>(block, keys, scale, scores, score_stride);
-  ScoreBlock<true, 4>(block, keys, scale, scores, score_stride);
+  if (block.num_queries <= 4) return ScoreBlockOf<2>(block, keys, scale, scores, score_stride);
+  ScoreBlockOf<4>(block, keys, scale, scores, score_stride);
 }
 
 void WeightValuesBlockAvx512(const QueryBlock& block, const float* weights, int64_t weight_stride,
                              const KvRows& values, float* out, int64_t out_stride) {
-  const bool f32 = values.f32 != nullptr;
-  if (block.num_queries <= 4) {
-    if (f32)
-      return WeightBlock<false, 4, 4>(block, weights, weight_stride, values, out, out_stride);
-    return WeightBlock<true, 4, 4>(block, weights, weight_stride, values, out, out_stride);
-  }
-  if (f32) return WeightBlock<false, 8, 2>(block, weights, weight_stride, values, out, out_stride);
-  WeightBlock<true, 8, 2>(block, weights, weight_stride, values, out, out_stride);
+  if (block.num_queries <= 4)
+    return WeightBlockOf<4, 4>(block, weights, weight_stride, values, out, out_stride);
+  WeightBlockOf<8, 2>(block, weights, weight_stride, values, out, out_stride);
 }
 
 }  // namespace zinf::cpu

@@ -1,5 +1,6 @@
-// The CPU backend: f32 activations and an f32 or int8 KV cache in host memory, ops parallelised over a thread
-// pool. It is the reference every other backend is checked against, and the fallback.
+// The CPU backend: f32 activations and an f32, f16 or int8 KV cache in host memory, ops
+// parallelised over a thread pool. It is the reference every other backend is checked against,
+// and the fallback.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,5 @@
-// CpuKvCache: rows stored as given (f32) or quantized per KV head (int8, symmetric).
+// CpuKvCache: rows stored as given (f32), rounded to the nearest f16, or quantized per KV head
+// (int8, symmetric).
 #include "cpu/kv_cache.h"
 
 #include <algorithm>
@@ -10,8 +11,9 @@
 namespace zinf::cpu {
 
 void CpuKvCache::Allocate(const KvCacheShape& shape) {
-  if (shape.dtype != DType::kF32 && shape.dtype != DType::kI8) {
-    Fail("KV cache dtype {} is not supported on the CPU; use f32 or int8", DTypeName(shape.dtype));
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kF16 && shape.dtype != DType::kI8) {
+    Fail("KV cache dtype {} is not supported on the CPU; use f32, f16 or int8",
+         DTypeName(shape.dtype));
   }
   shape_ = shape;
   kv_dim_ = static_cast<int64_t>(shape.num_kv_heads) * shape.head_dim;
@@ -22,6 +24,9 @@ void CpuKvCache::Allocate(const KvCacheShape& shape) {
   if (shape.dtype == DType::kF32) {
     keys_.f32.assign(elements, 0.0f);
     values_.f32.assign(elements, 0.0f);
+  } else if (shape.dtype == DType::kF16) {
+    keys_.f16.assign(elements, 0);
+    values_.f16.assign(elements, 0);
   } else {
     keys_.i8.assign(elements, 0);
     values_.i8.assign(elements, 0);
@@ -38,6 +43,11 @@ void CpuKvCache::StoreRow(Storage& storage, std::vector<float>& scales, int64_t 
                           const float* values) {
   if (shape_.dtype == DType::kF32) {
     std::memcpy(storage.f32.data() + row * kv_dim_, values, kv_dim_ * sizeof(float));
+    return;
+  }
+  if (shape_.dtype == DType::kF16) {
+    ConvertFromF32(DType::kF16, values, storage.f16.data() + row * kv_dim_,
+                   static_cast<size_t>(kv_dim_));
     return;
   }
   for (int h = 0; h < shape_.num_kv_heads; ++h) {
@@ -67,6 +77,8 @@ KvRows CpuKvCache::Rows(const Storage& storage, const std::vector<float>& scales
   rows.num_kv_heads = shape_.num_kv_heads;
   if (shape_.dtype == DType::kF32) {
     rows.f32 = storage.f32.data() + row * kv_dim_;
+  } else if (shape_.dtype == DType::kF16) {
+    rows.f16 = storage.f16.data() + row * kv_dim_;
   } else {
     rows.i8 = storage.i8.data() + row * kv_dim_;
     rows.scales = scales.data() + row * shape_.num_kv_heads;
@@ -90,8 +102,8 @@ void CpuKvCache::StoreChunks(int layer, std::span<const SequenceChunk> chunks, c
 
 uint64_t CpuKvCache::allocated_bytes() const {
   const auto bytes = [](const auto& values) { return values.size() * sizeof(values[0]); };
-  return bytes(keys_.f32) + bytes(values_.f32) + bytes(keys_.i8) + bytes(values_.i8) +
-         bytes(key_scales_) + bytes(value_scales_);
+  return bytes(keys_.f32) + bytes(values_.f32) + bytes(keys_.f16) + bytes(values_.f16) +
+         bytes(keys_.i8) + bytes(values_.i8) + bytes(key_scales_) + bytes(value_scales_);
 }
 
 }  // namespace zinf::cpu

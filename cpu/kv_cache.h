@@ -1,6 +1,6 @@
 // The CPU backend's KV cache: for each layer, slot and position one row of kv_dim keys and one of
-// values, stored as f32 or as int8 with one f32 scale per (position, KV head) — a quarter of the
-// memory, which is what limits batch size × context on the CPU (--kv-dtype int8).
+// values, stored as f32, as f16 (half the memory and half the bytes a decode step's attention
+// reads) or as int8 with one f32 scale per (position, KV head) — a quarter of the memory.
 #pragma once
 
 #include <cstdint>
@@ -8,29 +8,40 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/dtype.h"
 
 namespace zinf::cpu {
+
+// How a cache's elements are stored: KvRows has the matching pointer set.
+enum class KvElement : uint8_t { kF32, kF16, kI8 };
 
 // One slot's keys or values from position 0: row j, head h starts at (j * row_stride + h *
 // head_dim); int8 rows carry scales[j * num_kv_heads + h].
 struct KvRows {
-  const float* f32 = nullptr;  // set for f32 caches
-  const int8_t* i8 = nullptr;  // set for int8 caches
-  const float* scales = nullptr;
+  const float* f32 = nullptr;     // set for f32 caches
+  const uint16_t* f16 = nullptr;  // set for f16 caches (IEEE half bits)
+  const int8_t* i8 = nullptr;     // set for int8 caches
+  const float* scales = nullptr;  // int8 only
   int64_t row_stride = 0;
   int num_kv_heads = 0;
 
-  // Element `at`, as stored (an int8 one before its scale).
-  float value(int64_t at) const { return f32 != nullptr ? f32[at] : static_cast<float>(i8[at]); }
-  // The scale of row j, head h: 1 for an f32 cache.
+  KvElement element() const {
+    return f32 != nullptr ? KvElement::kF32 : f16 != nullptr ? KvElement::kF16 : KvElement::kI8;
+  }
+  // Element `at`, as stored (an f16 one widened exactly, an int8 one before its scale).
+  float value(int64_t at) const {
+    if (f32 != nullptr) return f32[at];
+    return f16 != nullptr ? F16ToF32(f16[at]) : static_cast<float>(i8[at]);
+  }
+  // The scale of row j, head h: 1 for an f32 or f16 cache.
   float scale(int j, int kv_head) const {
-    return f32 != nullptr ? 1.0f : scales[static_cast<int64_t>(j) * num_kv_heads + kv_head];
+    return scales == nullptr ? 1.0f : scales[static_cast<int64_t>(j) * num_kv_heads + kv_head];
   }
 };
 
 class CpuKvCache {
  public:
-  // Throws zinf::Error for a dtype other than f32 or int8.
+  // Throws zinf::Error for a dtype other than f32, f16 or int8.
   void Allocate(const KvCacheShape& shape);
   // The bytes the cache holds (what the memory model's CpuKvCacheBytes promises).
   uint64_t allocated_bytes() const;
@@ -46,9 +57,10 @@ class CpuKvCache {
   KvRows Values(int layer, int slot) const { return Rows(values_, value_scales_, layer, slot); }
 
  private:
-  // Storage of one of keys / values: f32 or int8 elements, and int8's scales.
+  // Storage of one of keys / values: f32, f16 or int8 elements (int8's scales are kept apart).
   struct Storage {
     std::vector<float> f32;
+    std::vector<uint16_t> f16;
     std::vector<int8_t> i8;
   };
   int64_t RowIndex(int layer, int slot, int position) const;

@@ -19,14 +19,17 @@ inline constexpr int kKvRowsAhead = 16;
 // Asks for the lines holding `bytes` of `rows` from element `at` into L1: a hint, never a load
 // nor a fault.
 inline void PrefetchKv(const KvRows& rows, int64_t at, int64_t bytes) {
-  const auto start = rows.f32 != nullptr ? reinterpret_cast<uintptr_t>(rows.f32 + at)
-                                         : reinterpret_cast<uintptr_t>(rows.i8 + at);
+  const auto start = rows.f32 != nullptr   ? reinterpret_cast<uintptr_t>(rows.f32 + at)
+                     : rows.f16 != nullptr ? reinterpret_cast<uintptr_t>(rows.f16 + at)
+                                           : reinterpret_cast<uintptr_t>(rows.i8 + at);
   for (uintptr_t line = start & ~uintptr_t{63}; line < start + bytes; line += 64)
     _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
 // The bytes of one element of `rows`.
-inline int64_t KvElementBytes(const KvRows& rows) { return rows.f32 != nullptr ? 4 : 1; }
+inline int64_t KvElementBytes(const KvRows& rows) {
+  return rows.f32 != nullptr ? 4 : rows.f16 != nullptr ? 2 : 1;
+}
 
 // Elements from any element of row j to the same one kKvRowsAhead rows on (of the `num_keys`
 // rows, the last at most): what a walk adds to the offset it loads to get the one it requests.

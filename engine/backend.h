@@ -55,7 +55,7 @@ struct KvCacheShape {
   int max_context = 0;  // positions per slot
   int num_kv_heads = 0;
   int head_dim = 0;
-  DType dtype = DType::kF32;  // f32, or int8 with a scale per (position, KV head)
+  DType dtype = DType::kF32;  // f32, f16 (CPU), or int8 with a scale per (position, KV head)
 };
 
 struct AttentionShape {

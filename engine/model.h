@@ -34,7 +34,7 @@ struct ModelLimits {
   int max_sequences = 8;          // KV-cache slots, and logit rows per step
   int max_context = 512;          // positions per slot
   int max_logit_rows = 0;         // logit rows per step when more than max_sequences (perplexity)
-  DType kv_dtype = DType::kF32;   // f32 or int8
+  DType kv_dtype = DType::kF32;   // f32, f16 (CPU) or int8
   // Rows of a micro-batch (the block schedule); 0: the whole step is one. The per-layer
   // activations hold this many rows; only the residual stream holds the whole step.
   int micro_batch_tokens = 0;

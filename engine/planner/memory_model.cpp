@@ -87,7 +87,7 @@ uint64_t CpuKvCacheBytes(const KvCacheShape& shape) {
       static_cast<uint64_t>(shape.num_layers) * shape.num_slots * shape.max_context;
   const uint64_t elements = rows * shape.num_kv_heads * shape.head_dim;
   if (shape.dtype == DType::kI8) return 2 * (elements + rows * shape.num_kv_heads * sizeof(float));
-  return 2 * elements * sizeof(float);
+  return 2 * elements * DTypeSize(shape.dtype);
 }
 
 GpuCompute ParseGpuCompute(const std::string& text) {

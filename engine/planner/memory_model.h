@@ -32,7 +32,7 @@ uint64_t HostExpertActivationBytes(const ModelConfig& config, const ModelLimits&
 KvCacheShape KvShapeFor(const ModelConfig& config, const ModelLimits& limits);
 
 // The CPU backend's KV cache (cpu/kv_cache.cpp), which also holds a CUDA run's offloaded cache:
-// keys and values as f32, or int8 with an f32 scale per (position, KV head).
+// keys and values as f32, f16, or int8 with an f32 scale per (position, KV head).
 uint64_t CpuKvCacheBytes(const KvCacheShape& shape);
 
 // What f32 weights are multiplied in on the GPU. f16 and bf16 checkpoints compute in their own

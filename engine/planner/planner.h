@@ -95,7 +95,7 @@ struct Workload {
   int max_context = 2048;        // positions per sequence (KV cache)
   int mean_context = 0;          // positions a decode step's rows attend over; 0: max_context
   int step_tokens = 512;         // most tokens in one forward step (activation size)
-  DType kv_dtype = DType::kF32;  // f32, or int8 (1 byte per value + a scale per head)
+  DType kv_dtype = DType::kF32;  // f32, f16 (CPU), or int8 (1 byte per value + a scale per head)
   // CUDA: the KV cache lives in DRAM (in the CPU backend's layout) and attention runs on the CPU
   // over it, so device memory holds weights instead and the batch can grow past it.
   bool kv_offload = false;

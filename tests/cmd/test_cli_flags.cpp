@@ -67,7 +67,7 @@ TEST_CASE("bad generate flags exit 2 naming the flag, before the model is opened
       {{"--gpu-mem", "lots"}, "--gpu-mem: 'lots' is not a size"},
       {{"--batch-size", "0"}, "--batch-size: '0' is not 'auto' or a positive integer"},
       {{"--device", "tpu"}, "--device: 'tpu' is not one of cpu, cuda"},
-      {{"--kv-dtype", "int2"}, "--kv-dtype: 'int2' is not one of f32, int8"},
+      {{"--kv-dtype", "int2"}, "--kv-dtype: 'int2' is not one of f32, f16, int8"},
       {{"--weights", "mmap"}, "--weights: 'mmap' is not one of auto, resident, stream"},
       {{"--refill", "eager"}, "--refill: 'eager' is not one of continuous, static"},
       {{"--progress-every", "nan"}, "--progress-every: must be a finite number >= 0"},

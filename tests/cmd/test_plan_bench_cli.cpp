@@ -57,17 +57,19 @@ TEST_CASE("zinf plan --device cuda plans every shipped config on two GPU machine
   CHECK(no_budget.err.find("--device cuda needs --gpu-mem") != std::string::npos);
 }
 
-TEST_CASE("zinf plan --kv-dtype int8 plans with a quarter of the KV cache") {
+TEST_CASE("zinf plan --kv-dtype f16 / int8 plan with a half / a quarter of the KV cache") {
   // llama-110m in f32, batch 8 × 629 positions: an f32 KV cache (354 MiB) leaves 400 MiB too
-  // small; an int8 one (94 MiB) fits.
+  // small; an f16 one (177 MiB) and an int8 one (94 MiB) fit.
   const std::string config = std::string(ZINF_SOURCE_DIR) + "/bench/configs/llama-110m.json";
   const std::vector<std::string> common = {
       "plan",         "--config", config,          "--dtype", "f32",         "--cpu-mem", "400M",
       "--batch-size", "8",        "--max-context", "629",     "--disk-gbps", "2"};
-  std::vector<std::string> f32 = common, int8 = common, bad = common;
+  std::vector<std::string> f32 = common, f16 = common, int8 = common, bad = common, cuda = common;
   f32.insert(f32.end(), {"--kv-dtype", "f32"});
+  f16.insert(f16.end(), {"--kv-dtype", "f16"});
   int8.insert(int8.end(), {"--kv-dtype", "int8"});
-  bad.insert(bad.end(), {"--kv-dtype", "f16"});
+  bad.insert(bad.end(), {"--kv-dtype", "bf16"});
+  cuda.insert(cuda.end(), {"--kv-dtype", "f16", "--device", "cuda", "--gpu-mem", "8G"});
   const CliResult f32_result = RunZinf(f32);
   CHECK(f32_result.exit_code != 0);
   CHECK(f32_result.err.find("too small") != std::string::npos);
@@ -75,9 +77,17 @@ TEST_CASE("zinf plan --kv-dtype int8 plans with a quarter of the KV cache") {
   INFO(int8_result.err);
   CHECK(int8_result.exit_code == 0);
   CHECK(int8_result.out.find("KV cache int8") != std::string::npos);
+  const CliResult f16_result = RunZinf(f16);
+  INFO(f16_result.err);
+  CHECK(f16_result.exit_code == 0);
+  CHECK(f16_result.out.find("KV cache f16") != std::string::npos);
   const CliResult bad_result = RunZinf(bad);
   CHECK(bad_result.exit_code != 0);
-  CHECK(bad_result.err.find("--kv-dtype: 'f16'") != std::string::npos);
+  CHECK(bad_result.err.find("--kv-dtype: 'bf16' is not one of f32, f16, int8") !=
+        std::string::npos);
+  const CliResult cuda_result = RunZinf(cuda);  // a CPU cache format, refused before any work
+  CHECK(cuda_result.exit_code != 0);
+  CHECK(cuda_result.err.find("--kv-dtype f16 is a CPU cache format") != std::string::npos);
 }
 
 TEST_CASE("zinf plan on a model that fits says offload is pointless") {

@@ -1,6 +1,6 @@
 // The CPU attention's inner loops, softmax and CausalAttention (query and head blocks) at the AVX2
-// and AVX-512 levels give the portable bits: f32 and int8 caches, head sizes with and without a
-// tail, key and chunk counts around the block sizes, NaN, infinite and zero scores.
+// and AVX-512 levels give the portable bits: f32, f16 and int8 caches, head sizes with and without
+// a tail, key and chunk counts around the block sizes, NaN, infinite and zero scores.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,9 +12,27 @@
 #include "cpu/attention.h"
 #include "cpu/attention_rows.h"
 #include "cpu/thread_pool.h"
+#include "engine/dtype.h"
 #include "tests/cpu/isa_levels.h"
 
 namespace zinf {
+
+namespace {
+
+using cpu::KvElement;
+constexpr KvElement kKvElements[] = {KvElement::kF32, KvElement::kF16, KvElement::kI8};
+
+const char* KvElementName(KvElement element) {
+  return element == KvElement::kF32 ? "f32" : element == KvElement::kF16 ? "f16" : "int8";
+}
+
+std::vector<uint16_t> ToF16(const std::vector<float>& values) {
+  std::vector<uint16_t> bits(values.size());
+  ConvertFromF32(DType::kF16, values.data(), bits.data(), values.size());
+  return bits;
+}
+
+}  // namespace
 
 TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit", "[avx2]") {
   testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);
@@ -26,31 +44,36 @@ TEST_CASE("attention rows: the AVX2 loops equal the portable ones bit for bit", 
     std::vector<float> f32(max_keys * row_stride), scales(max_keys * num_kv_heads), query(head_dim);
     std::vector<int8_t> i8(max_keys * row_stride);
     for (float& v : f32) v = normal(rng);
+    const std::vector<uint16_t> f16 = ToF16(f32);
     for (int8_t& v : i8) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
     for (float& v : scales) v = 0.01f + 0.001f * static_cast<float>(rng() % 100);
     for (float& v : query) v = normal(rng);
-    for (bool int8_cache : {false, true}) {
+    for (KvElement element : kKvElements) {
       cpu::KvRows rows;
       rows.row_stride = row_stride;
       rows.num_kv_heads = num_kv_heads;
-      if (int8_cache) {
+      if (element == KvElement::kI8) {
         rows.i8 = i8.data();
         rows.scales = scales.data();
+      } else if (element == KvElement::kF16) {
+        rows.f16 = f16.data();
       } else {
         rows.f32 = f32.data();
       }
       for (int num_keys : {1, 3, 4, 5, 23}) {
-        INFO("head_dim " << head_dim << " int8 " << int8_cache << " keys " << num_keys);
+        INFO("head_dim " << head_dim << " " << KvElementName(element) << " keys " << num_keys);
         std::vector<float> portable(num_keys), avx2(num_keys, -1.0f);
         cpu::ScoreKeys(query.data(), rows, kv_head, head_dim, num_keys, 0.125f, portable.data(),
                        cpu::CpuIsa::kPortable);
         cpu::ScoreKeys(query.data(), rows, kv_head, head_dim, num_keys, 0.125f, avx2.data(),
                        cpu::CpuIsa::kAvx2);
         CHECK(std::memcmp(portable.data(), avx2.data(), num_keys * sizeof(float)) == 0);
-        if (!int8_cache) {
+        if (element != KvElement::kI8) {  // f16 keys: the dot of their exact widenings
           double exact = 0;
-          for (int d = 0; d < head_dim; ++d)
-            exact += double{query[d]} * f32[row_stride * (num_keys - 1) + kv_head * head_dim + d];
+          for (int d = 0; d < head_dim; ++d) {
+            const int64_t at = row_stride * (num_keys - 1) + kv_head * head_dim + d;
+            exact += double{query[d]} * (element == KvElement::kF16 ? F16ToF32(f16[at]) : f32[at]);
+          }
           CHECK(portable[num_keys - 1] == Approx(exact * 0.125).epsilon(1e-4).margin(1e-5));
         }
         std::vector<float> out_portable(head_dim), out_avx2(head_dim, -1.0f);
@@ -115,11 +138,12 @@ TEST_CASE("softmax: AVX-512 gives the portable bits, with NaN, infinite and zero
 
 namespace {
 
-// Two slots' keys and values, f32 or int8, for CausalAttention.
+// Two slots' keys and values, f32, f16 (the f32 values rounded) or int8, for CausalAttention.
 struct TestKv {
   static constexpr int kPositions = 100;
   int num_kv_heads, head_dim;
   std::vector<float> f32[2], scales[2];
+  std::vector<uint16_t> f16[2];
   std::vector<int8_t> i8[2];
 
   TestKv(int kv_heads, int dim, std::mt19937& rng) : num_kv_heads(kv_heads), head_dim(dim) {
@@ -131,18 +155,26 @@ struct TestKv {
       for (float& v : f32[i]) v = normal(rng);
       for (int8_t& v : i8[i]) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
       for (float& v : scales[i]) v = 0.01f + 0.001f * static_cast<float>(rng() % 100);
+      f16[i] = ToF16(f32[i]);
     }
+  }
+  // Element `at` of slot's f32 and f16 arrays (keys from 0, values from kPositions rows on).
+  void Set(int slot, int64_t at, float value) {
+    f32[slot][at] = value;
+    f16[slot][at] = F32ToF16(value);
   }
   int64_t RowStride() const { return int64_t{num_kv_heads} * head_dim; }
   // Keys (part 0) or values (part 1) of a slot.
-  cpu::KvRows Rows(int part, int slot, bool int8) const {
+  cpu::KvRows Rows(int part, int slot, KvElement element) const {
     cpu::KvRows rows;
     rows.row_stride = RowStride();
     rows.num_kv_heads = num_kv_heads;
     const int64_t offset = part * kPositions * RowStride();
-    if (int8) {
+    if (element == KvElement::kI8) {
       rows.i8 = i8[slot].data() + offset;
       rows.scales = scales[slot].data() + part * kPositions * num_kv_heads;
+    } else if (element == KvElement::kF16) {
+      rows.f16 = f16[slot].data() + offset;
     } else {
       rows.f32 = f32[slot].data() + offset;
     }
@@ -151,9 +183,9 @@ struct TestKv {
 };
 
 // Attention of `num_heads` query heads (rows of q, num_heads × head_dim wide, outputs as wide)
-// over kv's slots, stored f32 or int8; chunks and outputs are the caller's.
+// over kv's slots, stored as `element`; chunks and outputs are the caller's.
 cpu::AttentionArgs ArgsOver(const TestKv& kv, const std::vector<float>& q, int num_heads,
-                            bool int8) {
+                            KvElement element) {
   cpu::AttentionArgs args;
   const int64_t width = int64_t{num_heads} * kv.head_dim;
   args.q = q.data();
@@ -161,8 +193,8 @@ cpu::AttentionArgs ArgsOver(const TestKv& kv, const std::vector<float>& q, int n
   args.out_stride = width;
   args.shape = {num_heads, kv.num_kv_heads, kv.head_dim,
                 1.0f / std::sqrt(static_cast<float>(kv.head_dim))};
-  args.k_slot = [&kv, int8](int slot) { return kv.Rows(0, slot, int8); };
-  args.v_slot = [&kv, int8](int slot) { return kv.Rows(1, slot, int8); };
+  args.k_slot = [&kv, element](int slot) { return kv.Rows(0, slot, element); };
+  args.v_slot = [&kv, element](int slot) { return kv.Rows(1, slot, element); };
   return args;
 }
 
@@ -191,18 +223,18 @@ void CheckQueryBlocksLevel(cpu::CpuIsa isa) {
     // An infinite value where some queries of a block see it and others do not (a zero-weight fma
     // with it would make NaN), and signed zeros.
     const float inf = std::numeric_limits<float>::infinity();
-    kv.f32[0][(TestKv::kPositions + 7) * kv.RowStride() + head_dim] = inf;
-    kv.f32[0][(TestKv::kPositions + 2) * kv.RowStride() + 1] = -0.0f;
-    kv.f32[0][3 * kv.RowStride()] = -0.0f;
+    kv.Set(0, (TestKv::kPositions + 7) * kv.RowStride() + head_dim, inf);
+    kv.Set(0, (TestKv::kPositions + 2) * kv.RowStride() + 1, -0.0f);
+    kv.Set(0, 3 * kv.RowStride(), -0.0f);
     const int64_t width = int64_t{num_heads} * head_dim;
     std::vector<float> q(32 * width);
     for (float& v : q) v = normal(rng);
-    for (bool int8 : {false, true}) {
-      cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
+    for (KvElement element : kKvElements) {
+      cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, element);
       for (int start : {0, 1, 3, 6, 13, 70}) {
         for (int tokens : {1, 2, 3, 4, 5, 7, 8, 9, 11, 16, 17, 23}) {
-          INFO("head_dim " << head_dim << " int8 " << int8 << " start " << start << " tokens "
-                           << tokens);
+          INFO("head_dim " << head_dim << " " << KvElementName(element) << " start " << start
+                           << " tokens " << tokens);
           // A prefill chunk and a decode token of another slot in one call.
           const SequenceChunk chunks[] = {{0, start, tokens, 0}, {1, 5 + start, 1, tokens}};
           args.chunks = chunks;
@@ -228,13 +260,13 @@ void CheckHeadBlocksLevel(cpu::CpuIsa isa) {
     for (int head_dim : {8, 13, 44, 64, 100, 128}) {
       TestKv kv(num_kv_heads, head_dim, rng);
       const float inf = std::numeric_limits<float>::infinity();
-      kv.f32[1][(TestKv::kPositions + 4) * kv.RowStride() + head_dim + 2] = inf;  // a value
-      kv.f32[0][(TestKv::kPositions + 2) * kv.RowStride() + 1] = -0.0f;
+      kv.Set(1, (TestKv::kPositions + 4) * kv.RowStride() + head_dim + 2, inf);  // a value
+      kv.Set(0, (TestKv::kPositions + 2) * kv.RowStride() + 1, -0.0f);
       const int64_t width = int64_t{num_heads} * head_dim;
       std::vector<float> q(16 * width);
       for (float& v : q) v = normal(rng);
-      for (bool int8 : {false, true}) {
-        cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
+      for (KvElement element : kKvElements) {
+        cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, element);
         // Six decode tokens (enough blocks to group), with a prefill chunk among them; then a
         // lone decode token (too few blocks: head by head).
         const std::vector<SequenceChunk> batches[] = {{{0, 0, 1, 0},
@@ -246,8 +278,8 @@ void CheckHeadBlocksLevel(cpu::CpuIsa isa) {
                                                        {0, 99, 1, 8}},
                                                       {{1, 57, 1, 0}}};
         for (const std::vector<SequenceChunk>& chunks : batches) {
-          INFO("group " << group << " head_dim " << head_dim << " int8 " << int8 << ", "
-                        << chunks.size() << " chunks");
+          INFO("group " << group << " head_dim " << head_dim << " " << KvElementName(element)
+                        << ", " << chunks.size() << " chunks");
           args.chunks = chunks;
           const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
           ExpectLevelGivesPortable(pool, args, size, isa);
@@ -270,23 +302,23 @@ void CheckUngroupedDecodeLevel(cpu::CpuIsa isa) {
       for (int head_dim : {8, 13, 64, 100}) {
         TestKv kv(num_heads, head_dim, rng);
         if (num_heads > 1) {  // an infinite value of head 1, and a signed zero key
-          kv.f32[0][(TestKv::kPositions + 3) * kv.RowStride() + head_dim + 1] =
-              std::numeric_limits<float>::infinity();
+          kv.Set(0, (TestKv::kPositions + 3) * kv.RowStride() + head_dim + 1,
+                 std::numeric_limits<float>::infinity());
         }
-        kv.f32[1][2 * kv.RowStride()] = -0.0f;
+        kv.Set(1, 2 * kv.RowStride(), -0.0f);
         const int64_t width = int64_t{num_heads} * head_dim;
         std::vector<float> q(8 * width);
         for (float& v : q) v = normal(rng);
-        for (bool int8 : {false, true}) {
-          cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, int8);
+        for (KvElement element : kKvElements) {
+          cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, element);
           const std::vector<SequenceChunk> batches[] = {
               {{0, 0, 1, 0}},
               {{1, 7, 1, 0}},
               {{0, 8, 1, 0}, {1, 15, 1, 1}},
               {{0, 70, 1, 0}, {1, 3, 4, 1}, {0, 99, 1, 5}}};
           for (const std::vector<SequenceChunk>& chunks : batches) {
-            INFO("threads " << threads << " heads " << num_heads << " head_dim " << head_dim
-                            << " int8 " << int8 << ", " << chunks.size() << " chunks");
+            INFO("threads " << threads << " heads " << num_heads << " head_dim " << head_dim << " "
+                            << KvElementName(element) << ", " << chunks.size() << " chunks");
             args.chunks = chunks;
             const size_t size = (chunks.back().token_offset + chunks.back().num_tokens) * width;
             ExpectLevelGivesPortable(pool, args, size, isa);

@@ -96,4 +96,29 @@ TEST_CASE("int8 KV cache: perplexity within 1% of f32 KV, outputs batch-invarian
   for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
 }
 
+TEST_CASE("f16 KV cache: perplexity within 0.2% of f32 KV, outputs batch-invariant") {
+  const std::vector<TokenId> tokens = StoryTokens();
+  PerplexityOptions options;
+  options.context = 64;
+  options.stride = 32;
+  const double f32 = Perplexity(Stories260K(), tokens, options, 16).perplexity;
+  const double f16 = Perplexity(Stories260K(), tokens, options, 16, DType::kF16).perplexity;
+  CHECK(f16 != f32);  // the cache really holds rounded values
+  CHECK(std::fabs(f16 / f32 - 1.0) < 0.002);
+
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) {
+    requests.push_back(
+        GreedyRequest(std::to_string(i), {tokens.begin(), tokens.begin() + 3 + 6 * i}, 20));
+  }
+  EngineSettings one, many;
+  one.batch_size = 1;
+  one.kv_dtype = many.kv_dtype = DType::kF16;
+  many.batch_size = 4;
+  many.step_tokens = 7;
+  const std::vector<Completion> a = Generate(Stories260K(), requests, one);
+  const std::vector<Completion> b = Generate(Stories260K(), requests, many);
+  for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
+}
+
 }  // namespace zinf::testing
