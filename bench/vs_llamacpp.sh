@@ -25,7 +25,7 @@
 # Usage: bench/vs_llamacpp.sh [LLAMACPP_BIN] [options]      (or LLAMACPP_BIN=... in the environment)
 #   --shapes 110m,1b   --dtypes f32,int8[,int4]   --threads N (default: nproc)   --repeat N (default 3)
 #   --rounds N (default 1)   --seed N (default 1)   --out FILE.md (also write the report there)
-#   --fresh (rebuild the cache)
+#   --fresh (rebuild the cache)   --kv-dtype f16|f32|int8 (zinf's KV cache; default f16, the peer's)
 # Environment: ZINF_BUILD_DIR (default build/), ZINF_BENCH_DIR (cache; default $ZINF_BUILD_DIR/bench-work),
 #   ZINF_DRAM_GBPS (skip the bandwidth measurement and use this figure).
 # Exit status 0 also when skipped (no llama.cpp given); 1 on errors.
@@ -43,6 +43,7 @@ rounds=1
 seed=1
 out_file=
 fresh=0
+kv_dtype=f16
 while [ $# -gt 0 ]; do
   case "$1" in
     --shapes) shapes=$2; shift 2 ;;
@@ -53,6 +54,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --out) out_file=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
+    --kv-dtype) kv_dtype=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "vs_llamacpp.sh: unknown option $1" >&2; exit 1 ;;
     *) llamacpp_bin=$1; shift ;;
@@ -215,18 +217,18 @@ llama_batched() {
 zinf_decode() {  # DIR -> "tg tg_sd"
   local dj="$work/zinf-decode.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
-    --batch-size 1 --prompt-len 1 --gen-len 64 --num-prompts 2 --json "$dj" >> "$log" 2>&1
+    --kv-dtype "$kv_dtype" --batch-size 1 --prompt-len 1 --gen-len 64 --num-prompts 2 --json "$dj" >> "$log" 2>&1
   "$py" -c 'import json, sys; d = json.load(open(sys.argv[1]))[0]["decode_tok_s"]; print(d["mean"], d["sd"])' "$dj"
 }
 
 zinf_rest() {  # DIR -> "pp128 pp128_sd pp512 pp512_sd b8 b32"
   local pj="$work/zinf-prefill.json" p5="$work/zinf-prefill512.json" bj="$work/zinf-batched.json"
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
-    --batch-size 1 --prompt-len 128 --gen-len 1 --num-prompts 4 --json "$pj" >> "$log" 2>&1
+    --kv-dtype "$kv_dtype" --batch-size 1 --prompt-len 128 --gen-len 1 --num-prompts 4 --json "$pj" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat "$repeat" \
-    --batch-size 1 --prompt-len 512 --gen-len 1 --num-prompts 2 --json "$p5" >> "$log" 2>&1
+    --kv-dtype "$kv_dtype" --batch-size 1 --prompt-len 512 --gen-len 1 --num-prompts 2 --json "$p5" >> "$log" 2>&1
   "$zinf" bench --model "$1" --weights resident --threads "$threads" --repeat 1 \
-    --batch-size 8,32 --prompt-len 16 --gen-len 32 --json "$bj" >> "$log" 2>&1
+    --kv-dtype "$kv_dtype" --batch-size 8,32 --prompt-len 16 --gen-len 32 --json "$bj" >> "$log" 2>&1
   "$py" - "$pj" "$p5" "$bj" <<'EOF'
 import json, sys
 p, p5 = (json.load(open(f))[0] for f in sys.argv[1:3])
@@ -350,16 +352,18 @@ case "$l3_size" in
   *) VS_L3=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || echo 0) ;;
 esac
 VS_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
-export VS_PEER VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD
+VS_KV_DTYPE=$kv_dtype
+export VS_PEER VS_ZINF_VERSION VS_LLAMA_COMMIT VS_CPU VS_SIMD VS_L3 VS_LOAD VS_KV_DTYPE
 report=$("$py" - "$rows" "$dram_gbps" "$threads" "$repeat" "$rounds" <<'EOF'
 import os, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 bw, threads, repeat, rounds = float(sys.argv[2]) * 1e9, sys.argv[3], sys.argv[4], int(sys.argv[5])
 l3 = int(os.environ["VS_L3"] or 0)
 peer = os.environ["VS_PEER"]
-print("zinf %s vs %s %s; %s threads, %s repeats%s"
+print("zinf %s vs %s %s; %s threads, %s repeats%s; zinf's KV cache %s (the peer's: f16)"
       % (os.environ["VS_ZINF_VERSION"], peer, os.environ["VS_LLAMA_COMMIT"], threads, repeat,
-         "" if rounds == 1 else "; medians of %d alternating rounds, ± the rounds' spread" % rounds))
+         "" if rounds == 1 else "; medians of %d alternating rounds, ± the rounds' spread" % rounds,
+         os.environ["VS_KV_DTYPE"]))
 print("CPU: %s (%s); L3 %d MiB; DRAM read bandwidth (%s threads, `zinf calibrate --dram-only`) "
       "at the start %.1f GB/s, median (%s); load average at the end %s"
       % (os.environ["VS_CPU"], os.environ["VS_SIMD"].strip() or "no AVX2", l3 >> 20, threads,
