@@ -203,9 +203,13 @@ inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, i
   const __m256i mask =
       _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   __m256i pairs[8];
+  // Whole chunks of 8 groups load plainly: a masked load costs several times more on Zen 4.
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r)
-    pairs[r] = _mm256_maskload_epi32(reinterpret_cast<const int*>(params[r] + 2 * g0), mask);
+  for (int r = 0; r < 8; ++r) {
+    const auto* at = reinterpret_cast<const int*>(params[r] + 2 * g0);
+    pairs[r] = count == 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))
+                          : _mm256_maskload_epi32(at, mask);
+  }
   Transpose8(pairs);  // pairs[j] lane r: row r's pair for group g0 + j
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
@@ -214,11 +218,68 @@ inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, i
   }
 }
 
+// Row `row`'s four dword sums for each of the blocks of block pairs [p, p + kPairs): one 32-byte
+// load holds a pair, its low nibbles the blocks' elements 0-15 and its high nibbles 16-31, against
+// the token's blocks split the same way (x_low / x_high: the pair's first block in the low 128
+// bits). Pair sums (at most 2 · 2 · 15 · 127 = 7620 per load, 30480 over 4 loads < 2^15) add up
+// exactly in int16 before one madd widens them.
+template <int kPairs>
+inline __attribute__((always_inline)) __m256i RowPairDwords(const uint8_t* row, int64_t p,
+                                                            const __m256i (&x_low)[kPairs],
+                                                            const __m256i (&x_high)[kPairs]) {
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  __m256i sums;
+#pragma GCC unroll 2
+  for (int b = 0; b < kPairs; ++b) {
+    __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * (p + b)));
+    // In a register: GCC 12 otherwise stores the load to the stack and reloads it as the memory
+    // operand of both nibbles' instructions (as in cpu/matmul_q4_avx512_tiles.h).
+    asm("" : "+x"(packed));
+    const __m256i low = _mm256_and_si256(packed, nibble);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+    const __m256i pair = _mm256_add_epi16(_mm256_maddubs_epi16(low, x_low[b]),
+                                          _mm256_maddubs_epi16(high, x_high[b]));
+    sums = b == 0 ? pair : _mm256_add_epi16(sums, pair);
+  }
+  return _mm256_madd_epi16(sums, _mm256_set1_epi16(1));
+}
+
+// SumEach's sums of 8 rows for the two blocks of each pair of [p, p + kPairs): `low` lane r is
+// row r's sum over the pairs' first blocks, `high` over their second blocks. The rows are reduced
+// as they are summed (integer adds: any grouping gives the same sums), so that few registers are
+// live: with all 8 rows' sums live GCC kept the tile's float accumulator on the stack, a store
+// forward in every group's chain.
+template <int kPairs>
+inline __attribute__((always_inline)) void EightRowPairSums(const uint8_t* const (&rows)[8],
+                                                            const int8_t* x, int64_t p,
+                                                            __m256i& low, __m256i& high) {
+  __m256i x_low[kPairs], x_high[kPairs];
+#pragma GCC unroll 2
+  for (int b = 0; b < kPairs; ++b) {
+    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * (p + b)));
+    const __m256i second =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * (p + b) + 32));
+    x_low[b] = _mm256_permute2x128_si256(first, second, 0x20);
+    x_high[b] = _mm256_permute2x128_si256(first, second, 0x31);
+  }
+  auto four_rows = [&](int r) __attribute__((always_inline)) {
+    const __m256i h01 = _mm256_hadd_epi32(RowPairDwords<kPairs>(rows[r], p, x_low, x_high),
+                                          RowPairDwords<kPairs>(rows[r + 1], p, x_low, x_high));
+    const __m256i h23 = _mm256_hadd_epi32(RowPairDwords<kPairs>(rows[r + 2], p, x_low, x_high),
+                                          RowPairDwords<kPairs>(rows[r + 3], p, x_low, x_high));
+    return _mm256_hadd_epi32(h01, h23);  // per 128 bits: rows r .. r + 3
+  };
+  const __m256i h0 = four_rows(0);
+  const __m256i h1 = four_rows(4);
+  low = _mm256_permute2x128_si256(h0, h1, 0x20);
+  high = _mm256_permute2x128_si256(h0, h1, 0x31);
+}
+
 // One token over 8 rows (row, row + row_step, …): Q4Tile's products, group sums and float steps,
 // with the rows in the lanes, so each 8 groups' parameters of the 8 rows are converted together
 // where Q4Tile converts them one product at a time (16 scalar conversions per group against 128
-// bytes of nibbles: one-token decode at the avx2 level ran at ~10 tok/s on the 1.1B shape).
-// kBlocks as in Q4Tile.
+// bytes of nibbles: one-token decode at the avx2 level ran at ~10 tok/s on the 1.1B shape). The
+// blocks go two per load and two per reduction (EightRowPairSums). kBlocks as in Q4Tile.
 template <int kBlocks>
 void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t row,
                   int64_t row_step, float (&results)[8][1]) {
@@ -230,26 +291,40 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
     rows[r] = w.row(row + r * row_step);
     params[r] = w.q4_params(row + r * row_step);
   }
+  const int8_t* x = xa.token_values(token);
   __m256 acc = _mm256_setzero_ps(), minimum_chain = _mm256_setzero_ps();
+  auto add_group = [&](__m256i sums, int64_t g, __m256 scales, __m256 minimums)
+      __attribute__((always_inline)) {
+    const __m256 factors = _mm256_mul_ps(scales, _mm256_set1_ps(xa.scale(token, g)));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), factors, acc);
+    minimum_chain =
+        _mm256_fmadd_ps(minimums, _mm256_set1_ps(xa.min_factor(token, g)), minimum_chain);
+  };
   for (int64_t g0 = 0; g0 < xa.groups; g0 += 8) {
     const int count = static_cast<int>(std::min<int64_t>(8, xa.groups - g0));
     __m256 scales[8], minimums[8];
     LaneOrderedParams8(params, g0, count, scales, minimums);
-    for (int j = 0; j < count; ++j) {
-      const int64_t g = g0 + j;
-      __m256i pairs[8];
-      const int64_t first = g * kBlocks;
-      Q4BlockPairs<8, 1, true>(rows, xa, token, first, pairs);
-#pragma GCC unroll 4
-      for (int b = 1; b < kBlocks; ++b)
-        Q4BlockPairs<8, 1, false>(rows, xa, token, first + b, pairs);
-      __m256i sums[8];
+    int j = 0;
+    if constexpr (kBlocks == 1) {  // a block pair is two groups
+      for (; j + 2 <= count; j += 2) {
+        __m256i low, high;
+        EightRowPairSums<1>(rows, x, (g0 + j) / 2, low, high);
+        add_group(low, g0 + j, scales[j], minimums[j]);
+        add_group(high, g0 + j + 1, scales[j + 1], minimums[j + 1]);
+      }
+      if (j < count) {  // an odd last group: its block alone
+        __m256i pairs[8], dwords[8];
+        Q4BlockPairs<8, 1, true>(rows, xa, token, g0 + j, pairs);
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) sums[r] = _mm256_madd_epi16(pairs[r], ones);
-      const __m256 factors = _mm256_mul_ps(scales[j], _mm256_set1_ps(xa.scale(token, g)));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEach(sums)), factors, acc);
-      minimum_chain =
-          _mm256_fmadd_ps(minimums[j], _mm256_set1_ps(xa.min_factor(token, g)), minimum_chain);
+        for (int r = 0; r < 8; ++r) dwords[r] = _mm256_madd_epi16(pairs[r], ones);
+        add_group(SumEach(dwords), g0 + j, scales[j], minimums[j]);
+      }
+    } else {  // a group is kBlocks / 2 block pairs
+      for (; j < count; ++j) {
+        __m256i low, high;
+        EightRowPairSums<kBlocks / 2>(rows, x, (g0 + j) * kBlocks / 2, low, high);
+        add_group(_mm256_add_epi32(low, high), g0 + j, scales[j], minimums[j]);
+      }
     }
   }
   alignas(32) float products[8], minimum_sums[8];
