@@ -75,12 +75,18 @@ void RunPerplexity(PerplexityCommandOptions options) {
              tokens_per_second, result.tokens_processed, seconds);
   if (!options.json_path.empty()) {
     const nlohmann::ordered_json json = {
-        {"model", options.model_dir},      {"weights", checkpoint.weights_description()},
-        {"kv_dtype", session.kv_dtype},    {"text", options.text_path},
-        {"context", measure.context},      {"stride", measure.stride},
-        {"perplexity", result.perplexity}, {"standard_error", result.standard_error},
-        {"mean_nll", result.mean_nll},     {"tokens_scored", result.tokens_scored},
-        {"windows", result.windows},       {"tokens_per_second", tokens_per_second},
+        {"model", options.model_dir},
+        {"weights", checkpoint.weights_description()},
+        {"kv_dtype", std::string(DTypeName(session.kv_dtype))},
+        {"text", options.text_path},
+        {"context", measure.context},
+        {"stride", measure.stride},
+        {"perplexity", result.perplexity},
+        {"standard_error", result.standard_error},
+        {"mean_nll", result.mean_nll},
+        {"tokens_scored", result.tokens_scored},
+        {"windows", result.windows},
+        {"tokens_per_second", tokens_per_second},
     };
     formats::WriteFileAtomically(options.json_path, json.dump(2) + "\n");
   }

@@ -131,8 +131,7 @@ SessionPlan PlanSession(const Checkpoint& checkpoint, const SessionOptions& opti
          BackendName(options.device.device));
   }
   if (options.kv_dtype == DType::kF16 && options.device.device == BackendKind::kCuda) {
-    Fail("--kv-dtype f16 is a CPU cache format; with --device cuda use f32 (held in the GPU's "
-         "compute type, bf16 by default) or int8");
+    Fail("--kv-dtype f16 is a CPU cache format; with --device cuda use f32 or int8");
   }
   if (options.device.moe_experts != MoeExperts::kAuto) {
     if (options.device.device != BackendKind::kCuda) {

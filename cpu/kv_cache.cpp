@@ -21,6 +21,8 @@ void CpuKvCache::Allocate(const KvCacheShape& shape) {
   const size_t elements = rows * static_cast<size_t>(kv_dim_);
   keys_ = {};
   values_ = {};
+  key_scales_.clear();
+  value_scales_.clear();
   if (shape.dtype == DType::kF32) {
     keys_.f32.assign(elements, 0.0f);
     values_.f32.assign(elements, 0.0f);

@@ -15,6 +15,7 @@
 
 #include "cpu/matmul.h"
 #include "cpu/matmul_i8_amx.h"
+#include "cpu/matmul_i8_avx2_lanes.h"
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q8_activations.h"
@@ -147,6 +148,9 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
 
 void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, const Weight& bias,
                   float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  if (num_tokens >= kI8Avx2LaneMinTokens) {
+    return MatMulI8Avx2Lanes(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+  }
   const QuantRows rows(w);
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];

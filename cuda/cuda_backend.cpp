@@ -140,6 +140,9 @@ CudaBackend::CudaBackend(const Checkpoint& checkpoint, const ModelLimits& limits
     scatter_scales_ = MakeInts(micro, "routing weights");
   }
   if (options.kv_offload) {
+    // Refused here, before the DRAM cache is allocated (AllocateKvCache refuses it as well).
+    if (limits.kv_dtype == DType::kF16)
+      Fail("KV cache dtype f16 is not supported on CUDA; use f32 or int8");
     host_kv_ = std::make_unique<HostKvAttention>(KvShapeFor(checkpoint.config, limits),
                                                  limits.max_tokens_per_step,
                                                  checkpoint.config.q_dim(), options.host_threads);

@@ -42,6 +42,7 @@ TEST_CASE("convert --dtype int4 then generate and perplexity from the quantized 
   CHECK(result["perplexity"].get<double>() > 1.0);
   CHECK(result["perplexity"].get<double>() < 20.0);
   CHECK(result["weights"] == "int4-g32 (f32 norms)");
+  CHECK(result["kv_dtype"] == "f32");  // a name, not the enum's number
 }
 
 TEST_CASE("quantization options that cannot work are refused with the option named") {
