@@ -15,6 +15,7 @@
 
 #include "cpu/dot.h"
 #include "cpu/matmul_q4_amx.h"
+#include "cpu/matmul_q4_avx2_lanes.h"
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
@@ -353,6 +354,8 @@ void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weigh
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                   int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  if (xa.tokens >= kQ4Avx2LaneMinTokens)
+    return MatMulQ4Avx2Lanes(xa, w, bias, out, out_stride, row_begin, row_end);
   switch (xa.group_size) {
     case 32: return MatMulQ4Avx2Blocks<1>(xa, w, bias, out, out_stride, row_begin, row_end);
     case 64: return MatMulQ4Avx2Blocks<2>(xa, w, bias, out, out_stride, row_begin, row_end);

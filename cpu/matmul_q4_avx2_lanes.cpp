@@ -1,0 +1,166 @@
+// MatMulQ4Avx2Lanes: the activations in the token-lane layout (cpu/q8_token_lanes.h, no bias) as
+// two 256-bit halves of 8 tokens, and each tile's rows unpacked once to a byte per nibble (element
+// order) with their parameters widened to floats. A row's 4 unpacked nibbles, broadcast, against
+// 8 tokens' 4 values: maddubs (nibbles are unsigned: no sign trick) and madd leave each token's 4
+// products' sum in its lane; over a group, its exact sum. Then the float steps of the AVX-512
+// token-lane tile (cpu/matmul_q4_avx512_lanes.h) lane by lane.
+#include "cpu/matmul_q4_avx2_lanes.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/matmul.h"
+#include "cpu/matmul_q4_avx512.h"
+#include "cpu/q8_token_lanes.h"
+#include "cpu/tiling.h"
+#include "engine/dtype.h"
+#include "engine/quantized.h"
+
+namespace zinf::cpu {
+
+namespace {
+
+constexpr int kLanes = Q8TokenLanes::kLanes;
+constexpr int kTileRows = 2;  // 4 group-sum and 8 float accumulators: 12 of the 16 registers
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+// Rows [row, row + rows) of w as one byte per element, in element order, `stride` bytes apart
+// (the whole groups the row holds), and their (scale, minimum) pairs as floats.
+struct UnpackedRows {
+  const uint8_t* bytes;
+  int64_t stride;
+  const float* params;
+  int64_t param_stride;
+};
+
+UnpackedRows UnpackRows(const QuantRows& w, int64_t row, int rows) {
+  struct BytesTag;
+  struct ParamsTag;
+  const int64_t stride = w.groups * w.group_size, param_stride = w.groups * 2;
+  auto* bytes = reinterpret_cast<uint8_t*>(
+      AlignedThreadScratch<BytesTag>(static_cast<size_t>(rows * stride)));
+  auto* params = reinterpret_cast<float*>(
+      AlignedThreadScratch<ParamsTag>(static_cast<size_t>(rows * param_stride * 4)));
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* nibbles = w.row(row + r);
+    uint8_t* out = bytes + r * stride;
+    for (int64_t b = 0; b < stride / kQ4BlockElements; ++b) {
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + 16 * b));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32 * b), _mm_and_si128(packed, nibble));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32 * b + 16),
+                       _mm_and_si128(_mm_srli_epi16(packed, 4), nibble));
+    }
+    const uint16_t* halves = w.q4_params(row + r);
+    float* widened = params + r * param_stride;
+    int64_t i = 0;
+    for (; i + 8 <= param_stride; i += 8) {
+      _mm256_storeu_ps(widened + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                        reinterpret_cast<const __m128i*>(halves + i))));
+    }
+    for (; i < param_stride; ++i) widened[i] = F16ToF32(halves[i]);  // what F16C gives
+  }
+  return {bytes, stride, params, param_stride};
+}
+
+// The first `tokens` (≤ 8) of p, zeros past them.
+inline __m256 LoadFirst(const float* p, int tokens) {
+  if (tokens >= 8) return _mm256_loadu_ps(p);
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(tokens), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_maskload_ps(p, mask);
+}
+
+// Rows [0, kRows) of `unpacked` × lane group `group` (its `tokens` tokens from `first_token`).
+template <int kRows>
+void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int tokens,
+              const Q4Activations& xa, const UnpackedRows& unpacked,
+              float (&results)[kRows][kLanes]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
+  __m256 acc[kRows][2], minimums[kRows][2];
+#pragma GCC unroll 2
+  for (int r = 0; r < kRows; ++r)
+    acc[r][0] = acc[r][1] = minimums[r][0] = minimums[r][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    __m256i sums[kRows][2];
+#pragma GCC unroll 2
+    for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm256_setzero_si256();
+    for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
+      const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
+      // Two steps at a time, as the int8 lane tile (cpu/matmul_i8_avx2_lanes.cpp).
+#pragma GCC unroll 2
+      for (int k = 0; k < 8; ++k) {
+        const __m256i low = _mm256_load_si256(x + 2 * k), high = _mm256_load_si256(x + 2 * k + 1);
+#pragma GCC unroll 2
+        for (int r = 0; r < kRows; ++r) {
+          int32_t dword;
+          std::memcpy(&dword, unpacked.bytes + r * unpacked.stride + b * kQ4BlockElements + 4 * k,
+                      4);
+          const __m256i wv = _mm256_set1_epi32(dword);
+          sums[r][0] =
+              _mm256_add_epi32(sums[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, low), ones));
+          sums[r][1] =
+              _mm256_add_epi32(sums[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, high), ones));
+        }
+      }
+    }
+    const float* scales = xa.scales + g * xa.tokens + first_token;
+    const float* min_factors = xa.min_factors + g * xa.tokens + first_token;
+    const __m256 token_scales[2] = {LoadFirst(scales, tokens), LoadFirst(scales + 8, tokens - 8)};
+    const __m256 token_minimums[2] = {LoadFirst(min_factors, tokens),
+                                      LoadFirst(min_factors + 8, tokens - 8)};
+#pragma GCC unroll 2
+    for (int r = 0; r < kRows; ++r) {
+      const float* params = unpacked.params + r * unpacked.param_stride + 2 * g;
+      const __m256 row_scale = _mm256_set1_ps(params[0]), row_minimum = _mm256_set1_ps(params[1]);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256 factors = _mm256_mul_ps(row_scale, token_scales[h]);
+        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), factors, acc[r][h]);
+        minimums[r][h] = _mm256_fmadd_ps(row_minimum, token_minimums[h], minimums[r][h]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    _mm256_storeu_ps(results[r], _mm256_add_ps(acc[r][0], minimums[r][0]));
+    _mm256_storeu_ps(results[r] + 8, _mm256_add_ps(acc[r][1], minimums[r][1]));
+  }
+}
+
+#pragma GCC pop_options
+
+}  // namespace
+
+void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                       int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, xa.tokens);
+  // Lane groups in blocks that stay in L2 while every row tile passes over them.
+  const int64_t per_block = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kValueBytes);
+  auto rows_over = [&]<int kRows>(int64_t row, int64_t first, int64_t last) {
+    const UnpackedRows unpacked = UnpackRows(w, row, kRows);
+    for (int64_t g = first; g < last; ++g) {
+      const int tokens = lanes.tokens_in(g, xa.tokens);
+      float results[kRows][kLanes];
+      LaneTile<kRows>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
+      for (int r = 0; r < kRows; ++r) {
+        const float b = bias ? WeightValue(bias, row + r) : 0.0f;
+        for (int t = 0; t < tokens; ++t)
+          out[(g * kLanes + t) * out_stride + row + r] = results[r][t] + b;
+      }
+    }
+  };
+  for (int64_t first = 0; first < lanes.groups; first += per_block) {
+    const int64_t last = std::min(lanes.groups, first + per_block);
+    int64_t r = row_begin;
+    for (; r + kTileRows <= row_end; r += kTileRows)
+      rows_over.template operator()<kTileRows>(r, first, last);
+    for (; r < row_end; ++r) rows_over.template operator()<1>(r, first, last);
+  }
+}
+
+}  // namespace zinf::cpu
