@@ -1,5 +1,5 @@
-// The AVX2 int8 kernel for many tokens (prefill, batched decode): 16 tokens in the lanes, so that
-// each lane holds one row and token's exact block sum and no horizontal reduction is needed.
+// The AVX2 int8 kernel for many tokens (prefill, batched decode): 8 or 16 tokens in the lanes, so
+// that each lane holds one row and token's exact block sum and no horizontal reduction is needed.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace zinf::cpu {
 
 // The fewest tokens MatMulI8Avx2Lanes is used for (fewer take the 2 × 4 tiles of
 // cpu/matmul_quant.cpp).
-inline constexpr int64_t kI8Avx2LaneMinTokens = 16;
+inline constexpr int64_t kI8Avx2LaneMinTokens = 8;
 
 // out[t][r] for tokens [0, num_tokens) and rows [row_begin, row_end) of int8 weights, with the
 // portable kernel's bits: per block the exact int32 sum, fma'd with the token's block scale in

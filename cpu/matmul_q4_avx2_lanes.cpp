@@ -75,28 +75,34 @@ inline __m256 LoadFirst(const float* p, int tokens) {
   return _mm256_maskload_ps(p, mask);
 }
 
-// Rows [0, kRows) of `unpacked` × lane group `group` (its `tokens` tokens from `first_token`).
-template <int kRows>
+// Rows [0, kRows) of `unpacked` × lane group `group` (its `tokens` tokens from `first_token`, 8
+// per half; kHalves 1: at most 8).
+template <int kRows, int kHalves>
 void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int tokens,
               const Q4Activations& xa, const UnpackedRows& unpacked,
               float (&results)[kRows][kLanes]) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
-  __m256 acc[kRows][2], minimums[kRows][2];
-#pragma GCC unroll 2
+  __m256 acc[kRows][kHalves], minimums[kRows][kHalves];
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
-    acc[r][0] = acc[r][1] = minimums[r][0] = minimums[r][1] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < xa.groups; ++g) {
-    __m256i sums[kRows][2];
 #pragma GCC unroll 2
-    for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm256_setzero_si256();
+    for (int h = 0; h < kHalves; ++h) acc[r][h] = minimums[r][h] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    __m256i sums[kRows][kHalves];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+      for (int h = 0; h < kHalves; ++h) sums[r][h] = _mm256_setzero_si256();
     for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
       const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
       // Two steps at a time, as the int8 lane tile (cpu/matmul_i8_avx2_lanes.cpp).
 #pragma GCC unroll 2
       for (int k = 0; k < 8; ++k) {
-        const __m256i low = _mm256_load_si256(x + 2 * k), high = _mm256_load_si256(x + 2 * k + 1);
-#pragma GCC unroll 2
+        // Both halves spelled out, as in the int8 lane tile.
+        const __m256i low = _mm256_load_si256(x + 2 * k);
+        const __m256i high = kHalves == 2 ? _mm256_load_si256(x + 2 * k + 1) : low;
+#pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
           int32_t dword;
           std::memcpy(&dword, unpacked.bytes + r * unpacked.stride + b * kQ4BlockElements + 4 * k,
@@ -104,32 +110,36 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
           const __m256i wv = _mm256_set1_epi32(dword);
           sums[r][0] =
               _mm256_add_epi32(sums[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, low), ones));
-          sums[r][1] =
-              _mm256_add_epi32(sums[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, high), ones));
+          if constexpr (kHalves == 2) {
+            sums[r][kHalves - 1] = _mm256_add_epi32(
+                sums[r][kHalves - 1], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, high), ones));
+          }
         }
       }
     }
     const float* scales = xa.scales + g * xa.tokens + first_token;
     const float* min_factors = xa.min_factors + g * xa.tokens + first_token;
-    const __m256 token_scales[2] = {LoadFirst(scales, tokens), LoadFirst(scales + 8, tokens - 8)};
-    const __m256 token_minimums[2] = {LoadFirst(min_factors, tokens),
-                                      LoadFirst(min_factors + 8, tokens - 8)};
+    __m256 token_scales[kHalves], token_minimums[kHalves];
 #pragma GCC unroll 2
+    for (int h = 0; h < kHalves; ++h) {
+      token_scales[h] = LoadFirst(scales + 8 * h, tokens - 8 * h);
+      token_minimums[h] = LoadFirst(min_factors + 8 * h, tokens - 8 * h);
+    }
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const float* params = unpacked.params + r * unpacked.param_stride + 2 * g;
       const __m256 row_scale = _mm256_set1_ps(params[0]), row_minimum = _mm256_set1_ps(params[1]);
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kHalves; ++h) {
         const __m256 factors = _mm256_mul_ps(row_scale, token_scales[h]);
         acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), factors, acc[r][h]);
         minimums[r][h] = _mm256_fmadd_ps(row_minimum, token_minimums[h], minimums[r][h]);
       }
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    _mm256_storeu_ps(results[r], _mm256_add_ps(acc[r][0], minimums[r][0]));
-    _mm256_storeu_ps(results[r] + 8, _mm256_add_ps(acc[r][1], minimums[r][1]));
-  }
+  for (int r = 0; r < kRows; ++r)
+    for (int h = 0; h < kHalves; ++h)
+      _mm256_storeu_ps(results[r] + 8 * h, _mm256_add_ps(acc[r][h], minimums[r][h]));
 }
 
 #pragma GCC pop_options
@@ -146,7 +156,11 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
     for (int64_t g = first; g < last; ++g) {
       const int tokens = lanes.tokens_in(g, xa.tokens);
       float results[kRows][kLanes];
-      LaneTile<kRows>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
+      if (tokens <= 8) {
+        LaneTile<kRows, 1>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
+      } else {
+        LaneTile<kRows, 2>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
+      }
       for (int r = 0; r < kRows; ++r) {
         const float b = bias ? WeightValue(bias, row + r) : 0.0f;
         for (int t = 0; t < tokens; ++t)
@@ -154,6 +168,12 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
       }
     }
   };
+  if (xa.tokens <= 8) {  // one half-width group: 4 rows fit the registers
+    int64_t r = row_begin;
+    for (; r + 4 <= row_end; r += 4) rows_over.template operator()<4>(r, 0, 1);
+    for (; r < row_end; ++r) rows_over.template operator()<1>(r, 0, 1);
+    return;
+  }
   for (int64_t first = 0; first < lanes.groups; first += per_block) {
     const int64_t last = std::min(lanes.groups, first + per_block);
     int64_t r = row_begin;

@@ -1,5 +1,5 @@
-// The AVX2 int4 kernel for many tokens (prefill, batched decode): 16 tokens in the lanes, each
-// lane holding one row and token's exact group sum, so no horizontal reduction is needed.
+// The AVX2 int4 kernel for many tokens (prefill, batched decode): 8 or 16 tokens in the lanes,
+// each lane holding one row and token's exact group sum, so no horizontal reduction is needed.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace zinf::cpu {
 
 // The fewest tokens MatMulQ4Avx2Lanes is used for (fewer take the 2 × 4 tiles of
 // cpu/matmul_q4.cpp).
-inline constexpr int64_t kQ4Avx2LaneMinTokens = 16;
+inline constexpr int64_t kQ4Avx2LaneMinTokens = 8;
 
 // out[t][r] for tokens [0, xa.tokens) and rows [row_begin, row_end), with the portable kernel's
 // bits: per group the exact int32 sum, acc = fma(float(sum), row scale × token scale, acc) and
