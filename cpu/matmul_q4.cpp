@@ -189,15 +189,21 @@ void Q4Tile(const Q4Activations& xa, int64_t token, const QuantRows& w, int64_t 
   }
 }
 
-// Eight dwords each holding an f16 in its low half, as floats.
-inline __m256 HalvesToFloats(__m256i halves) {
-  return _mm256_cvtph_ps(
-      _mm_packus_epi32(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
+// Eight dwords each holding a (scale, minimum) pair of f16s as floats: the scales (low halves)
+// and the minimums (high halves), gathered by one byte shuffle and one 64-bit permute.
+inline void PairsToFloats(__m256i pairs, __m256& scales, __m256& minimums) {
+  // Per 128 bits: the four low halves, then the four high ones.
+  const __m256i split = _mm256_shuffle_epi8(
+      pairs, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8,
+                              9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+  const __m256i grouped = _mm256_permute4x64_epi64(split, 0xd8);  // the 8 lows, then the 8 highs
+  scales = _mm256_cvtph_ps(_mm256_castsi256_si128(grouped));
+  minimums = _mm256_cvtph_ps(_mm256_extracti128_si256(grouped, 1));
 }
 
 // Groups [g0, g0 + count) (count ≤ 8) of 8 rows: scales[j] lane r = the scale of group g0 + j in
 // the row whose parameters are params[r], minimums likewise. The (scale, minimum) pairs are
-// transposed as they are (bit patterns), then each group's halves packed and converted by F16C
+// transposed as they are (bit patterns), then each group's halves gathered and converted by F16C
 // (what F16ToF32 and _cvtsh_ss give).
 inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, int count,
                                __m256 (&scales)[8], __m256 (&minimums)[8]) {
@@ -214,8 +220,7 @@ inline void LaneOrderedParams8(const uint16_t* const (&params)[8], int64_t g0, i
   Transpose8(pairs);  // pairs[j] lane r: row r's pair for group g0 + j
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
-    scales[j] = HalvesToFloats(_mm256_and_si256(pairs[j], _mm256_set1_epi32(0xffff)));
-    minimums[j] = HalvesToFloats(_mm256_srli_epi32(pairs[j], 16));
+    PairsToFloats(pairs[j], scales[j], minimums[j]);
   }
 }
 
