@@ -2,6 +2,7 @@
 #include "cmd/session_options.h"
 
 #include "cmd/flag_checks.h"
+#include "engine/dtype.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
@@ -9,9 +10,8 @@ namespace zinf::cli {
 namespace {
 
 DType ParseKvDtype(const std::string& text) {
-  if (text == "f32") return DType::kF32;
-  if (text == "f16") return DType::kF16;
-  if (text == "int8") return DType::kI8;
+  const std::optional<DType> dtype = ParseDType(text);
+  if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kI8) return *dtype;
   Fail("--kv-dtype: '{}' is not one of f32, f16, int8", text);
 }
 

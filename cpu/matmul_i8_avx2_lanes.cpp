@@ -9,20 +9,18 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
-#include "cpu/matmul.h"
+#include "cpu/avx2_lane_walk.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
-#include "cpu/tiling.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
 
 namespace {
 
-constexpr int kLanes = Q8TokenLanes::kLanes;
+using avx2_lanes::kLanes;
 constexpr int kTileRows = 2;  // 4 block-sum and 4 float accumulators of the 16 ymm registers
 
 #pragma GCC push_options
@@ -105,36 +103,13 @@ void MatMulI8Avx2Lanes(const Q8Activations& xq, int64_t num_tokens, const Weight
                        int64_t row_end) {
   const QuantRows rows(w);
   const Q8TokenLanes lanes = PackQ8TokenLanes(xq, num_tokens, kLanes, 0);
-  // Lane groups in blocks that stay in L2 while every row tile passes over them.
-  const int64_t per_block = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kBlockBytes);
-  auto tile = [&]<int kRows>(int64_t row, int64_t group) {
-    float results[kRows][kLanes];
-    const int tokens = lanes.tokens_in(group, num_tokens);
-    if (tokens <= 8) {
-      LaneTile<kRows, 1>(lanes, group, rows, row, results);
-    } else {
-      LaneTile<kRows, 2>(lanes, group, rows, row, results);
-    }
-    for (int r = 0; r < kRows; ++r) {
-      const float b = bias ? WeightValue(bias, row + r) : 0.0f;
-      for (int t = 0; t < tokens; ++t)
-        out[(group * kLanes + t) * out_stride + row + r] = results[r][t] + b;
-    }
-  };
-  if (num_tokens <= 8) {  // one half-width group: 4 rows fit the registers
-    int64_t r = row_begin;
-    for (; r + 4 <= row_end; r += 4) tile.template operator()<4>(r, 0);
-    for (; r < row_end; ++r) tile.template operator()<1>(r, 0);
-    return;
-  }
-  for (int64_t first = 0; first < lanes.groups; first += per_block) {
-    const int64_t last = std::min(lanes.groups, first + per_block);
-    int64_t r = row_begin;
-    for (; r + kTileRows <= row_end; r += kTileRows)
-      for (int64_t g = first; g < last; ++g) tile.template operator()<kTileRows>(r, g);
-    for (; r < row_end; ++r)
-      for (int64_t g = first; g < last; ++g) tile.template operator()<1>(r, g);
-  }
+  avx2_lanes::ForEachLaneTile<kTileRows>(
+      lanes, num_tokens, lanes.blocks * Q8TokenLanes::kBlockBytes, row_begin, row_end,
+      [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        float results[kRows][kLanes];
+        LaneTile<kRows, kHalves>(lanes, group, rows, row, results);
+        avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
+      });
 }
 
 }  // namespace zinf::cpu

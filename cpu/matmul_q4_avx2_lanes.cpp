@@ -8,10 +8,9 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
-#include "cpu/matmul.h"
+#include "cpu/avx2_lane_walk.h"
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/tiling.h"
@@ -22,7 +21,7 @@ namespace zinf::cpu {
 
 namespace {
 
-constexpr int kLanes = Q8TokenLanes::kLanes;
+using avx2_lanes::kLanes;
 constexpr int kTileRows = 2;  // 4 group-sum and 8 float accumulators: 12 of the 16 registers
 
 #pragma GCC push_options
@@ -149,38 +148,22 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
 void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                        int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, xa.tokens);
-  // Lane groups in blocks that stay in L2 while every row tile passes over them.
-  const int64_t per_block = LaneGroupsPerTokenBlock(lanes.blocks * Q8TokenLanes::kValueBytes);
-  auto rows_over = [&]<int kRows>(int64_t row, int64_t first, int64_t last) {
-    const UnpackedRows unpacked = UnpackRows(w, row, kRows);
-    for (int64_t g = first; g < last; ++g) {
-      const int tokens = lanes.tokens_in(g, xa.tokens);
-      float results[kRows][kLanes];
-      if (tokens <= 8) {
-        LaneTile<kRows, 1>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
-      } else {
-        LaneTile<kRows, 2>(lanes, g, g * kLanes, tokens, xa, unpacked, results);
-      }
-      for (int r = 0; r < kRows; ++r) {
-        const float b = bias ? WeightValue(bias, row + r) : 0.0f;
-        for (int t = 0; t < tokens; ++t)
-          out[(g * kLanes + t) * out_stride + row + r] = results[r][t] + b;
-      }
-    }
-  };
-  if (xa.tokens <= 8) {  // one half-width group: 4 rows fit the registers
-    int64_t r = row_begin;
-    for (; r + 4 <= row_end; r += 4) rows_over.template operator()<4>(r, 0, 1);
-    for (; r < row_end; ++r) rows_over.template operator()<1>(r, 0, 1);
-    return;
-  }
-  for (int64_t first = 0; first < lanes.groups; first += per_block) {
-    const int64_t last = std::min(lanes.groups, first + per_block);
-    int64_t r = row_begin;
-    for (; r + kTileRows <= row_end; r += kTileRows)
-      rows_over.template operator()<kTileRows>(r, first, last);
-    for (; r < row_end; ++r) rows_over.template operator()<1>(r, first, last);
-  }
+  // A row tile's rows are unpacked once for all the groups it passes over.
+  UnpackedRows unpacked{};
+  int64_t unpacked_row = -1;
+  int unpacked_count = 0;
+  avx2_lanes::ForEachLaneTile<kTileRows>(
+      lanes, xa.tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
+      [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        if (row != unpacked_row || kRows != unpacked_count) {
+          unpacked = UnpackRows(w, row, kRows);
+          unpacked_row = row;
+          unpacked_count = kRows;
+        }
+        float results[kRows][kLanes];
+        LaneTile<kRows, kHalves>(lanes, group, group * kLanes, tokens, xa, unpacked, results);
+        avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
+      });
 }
 
 }  // namespace zinf::cpu

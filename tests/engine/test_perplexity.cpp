@@ -28,6 +28,34 @@ double NegativeLogLikelihood(const std::vector<float>& logits, TokenId target) {
   return max_logit + std::log(sum) - logits[target];
 }
 
+// The story's perplexity in 64-token windows every 32, the KV cache in kv_dtype.
+double StoryPerplexity(DType kv_dtype) {
+  PerplexityOptions options;
+  options.context = 64;
+  options.stride = 32;
+  return Perplexity(Stories260K(), StoryTokens(), options, 16, kv_dtype).perplexity;
+}
+
+// Six greedy requests (prompts of first_length + i · length_step story tokens, 20 new tokens) with
+// the KV cache in kv_dtype give the same tokens one at a time as 4 at a time in steps of
+// step_tokens.
+void CheckGreedyBatchInvariant(DType kv_dtype, int first_length, int length_step, int step_tokens) {
+  const std::vector<TokenId> tokens = StoryTokens();
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) {
+    requests.push_back(GreedyRequest(
+        std::to_string(i), {tokens.begin(), tokens.begin() + first_length + length_step * i}, 20));
+  }
+  EngineSettings one, many;
+  one.batch_size = 1;
+  one.kv_dtype = many.kv_dtype = kv_dtype;
+  many.batch_size = 4;
+  many.step_tokens = step_tokens;
+  const std::vector<Completion> a = Generate(Stories260K(), requests, one);
+  const std::vector<Completion> b = Generate(Stories260K(), requests, many);
+  for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
+}
+
 }  // namespace
 
 TEST_CASE("perplexity: windows score every token once, from its window's prefix") {
@@ -73,52 +101,18 @@ TEST_CASE("perplexity refuses a stride or context out of range, and a 1-token te
 }
 
 TEST_CASE("int8 KV cache: perplexity within 1% of f32 KV, outputs batch-invariant") {
-  const std::vector<TokenId> tokens = StoryTokens();
-  PerplexityOptions options;
-  options.context = 64;
-  options.stride = 32;
-  const double f32 = Perplexity(Stories260K(), tokens, options, 16).perplexity;
-  const double int8 = Perplexity(Stories260K(), tokens, options, 16, DType::kI8).perplexity;
+  const double f32 = StoryPerplexity(DType::kF32);
+  const double int8 = StoryPerplexity(DType::kI8);
   CHECK(std::fabs(int8 / f32 - 1.0) < 0.01);
-
-  std::vector<Request> requests;
-  for (int i = 0; i < 6; ++i) {
-    requests.push_back(
-        GreedyRequest(std::to_string(i), {tokens.begin(), tokens.begin() + 4 + 7 * i}, 20));
-  }
-  EngineSettings one, many;
-  one.batch_size = 1;
-  one.kv_dtype = many.kv_dtype = DType::kI8;
-  many.batch_size = 4;
-  many.step_tokens = 9;
-  const std::vector<Completion> a = Generate(Stories260K(), requests, one);
-  const std::vector<Completion> b = Generate(Stories260K(), requests, many);
-  for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
+  CheckGreedyBatchInvariant(DType::kI8, 4, 7, 9);
 }
 
 TEST_CASE("f16 KV cache: perplexity within 0.2% of f32 KV, outputs batch-invariant") {
-  const std::vector<TokenId> tokens = StoryTokens();
-  PerplexityOptions options;
-  options.context = 64;
-  options.stride = 32;
-  const double f32 = Perplexity(Stories260K(), tokens, options, 16).perplexity;
-  const double f16 = Perplexity(Stories260K(), tokens, options, 16, DType::kF16).perplexity;
+  const double f32 = StoryPerplexity(DType::kF32);
+  const double f16 = StoryPerplexity(DType::kF16);
   CHECK(f16 != f32);  // the cache really holds rounded values
   CHECK(std::fabs(f16 / f32 - 1.0) < 0.002);
-
-  std::vector<Request> requests;
-  for (int i = 0; i < 6; ++i) {
-    requests.push_back(
-        GreedyRequest(std::to_string(i), {tokens.begin(), tokens.begin() + 3 + 6 * i}, 20));
-  }
-  EngineSettings one, many;
-  one.batch_size = 1;
-  one.kv_dtype = many.kv_dtype = DType::kF16;
-  many.batch_size = 4;
-  many.step_tokens = 7;
-  const std::vector<Completion> a = Generate(Stories260K(), requests, one);
-  const std::vector<Completion> b = Generate(Stories260K(), requests, many);
-  for (size_t i = 0; i < requests.size(); ++i) CHECK(a[i].token_ids == b[i].token_ids);
+  CheckGreedyBatchInvariant(DType::kF16, 3, 6, 7);
 }
 
 }  // namespace zinf::testing
