@@ -1,9 +1,10 @@
 // MatMulQ4Avx2Lanes: the activations in the token-lane layout (cpu/q8_token_lanes.h, no bias) as
 // two 256-bit halves of 8 tokens, and each tile's rows unpacked once to a byte per nibble (element
 // order) with their parameters widened to floats. A row's 4 unpacked nibbles, broadcast, against
-// 8 tokens' 4 values: maddubs (nibbles are unsigned: no sign trick) and madd leave each token's 4
-// products' sum in its lane; over a group, its exact sum. Then the float steps of the AVX-512
-// token-lane tile (cpu/matmul_q4_avx512_lanes.h) lane by lane.
+// 8 tokens' 4 values: maddubs (nibbles are unsigned: no sign trick) leaves each token's products
+// in 16-bit pairs in its lane, summed there over a block and widened once; over a group, its exact
+// sum. Then the float steps of the AVX-512 token-lane tile (cpu/matmul_q4_avx512_lanes.h) lane by
+// lane.
 #include "cpu/matmul_q4_avx2_lanes.h"
 
 #include <immintrin.h>
@@ -22,7 +23,7 @@ namespace zinf::cpu {
 namespace {
 
 using avx2_lanes::kLanes;
-constexpr int kTileRows = 2;  // 4 group-sum and 8 float accumulators: 12 of the 16 registers
+constexpr int kTileRows = 2;  // 4 block, 4 group and 4 float accumulators: 12 of 16 registers
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -82,11 +83,11 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
               float (&results)[kRows][kLanes]) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
-  __m256 acc[kRows][kHalves], minimums[kRows][kHalves];
+  __m256 acc[kRows][kHalves];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) acc[r][h] = minimums[r][h] = _mm256_setzero_ps();
+    for (int h = 0; h < kHalves; ++h) acc[r][h] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xa.groups; ++g) {
     __m256i sums[kRows][kHalves];
 #pragma GCC unroll 4
@@ -95,7 +96,16 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
       for (int h = 0; h < kHalves; ++h) sums[r][h] = _mm256_setzero_si256();
     for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
       const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
-      // Two steps at a time, as the int8 lane tile (cpu/matmul_i8_avx2_lanes.cpp).
+      // A block's products are summed in 16 bits and widened once: each 16-bit lane gathers
+      // 16 products of a nibble (≤ 15) and a value (≥ −128), |sum| ≤ 30720, so nothing
+      // overflows and the sums are the same; madd per step instead would be twice the
+      // multiplier work.
+      __m256i pairs[kRows][kHalves];
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+        for (int h = 0; h < kHalves; ++h) pairs[r][h] = _mm256_setzero_si256();
+          // Two steps at a time, as the int8 lane tile (cpu/matmul_i8_avx2_lanes.cpp).
 #pragma GCC unroll 2
       for (int k = 0; k < 8; ++k) {
         // Both halves spelled out, as in the int8 lane tile.
@@ -107,33 +117,53 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
           std::memcpy(&dword, unpacked.bytes + r * unpacked.stride + b * kQ4BlockElements + 4 * k,
                       4);
           const __m256i wv = _mm256_set1_epi32(dword);
-          sums[r][0] =
-              _mm256_add_epi32(sums[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, low), ones));
+          pairs[r][0] = _mm256_add_epi16(pairs[r][0], _mm256_maddubs_epi16(wv, low));
           if constexpr (kHalves == 2) {
-            sums[r][kHalves - 1] = _mm256_add_epi32(
-                sums[r][kHalves - 1], _mm256_madd_epi16(_mm256_maddubs_epi16(wv, high), ones));
+            pairs[r][kHalves - 1] =
+                _mm256_add_epi16(pairs[r][kHalves - 1], _mm256_maddubs_epi16(wv, high));
           }
         }
       }
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+        for (int h = 0; h < kHalves; ++h)
+          sums[r][h] = _mm256_add_epi32(sums[r][h], _mm256_madd_epi16(pairs[r][h], ones));
     }
     const float* scales = xa.scales + g * xa.tokens + first_token;
-    const float* min_factors = xa.min_factors + g * xa.tokens + first_token;
-    __m256 token_scales[kHalves], token_minimums[kHalves];
+    __m256 token_scales[kHalves];
 #pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) {
-      token_scales[h] = LoadFirst(scales + 8 * h, tokens - 8 * h);
-      token_minimums[h] = LoadFirst(min_factors + 8 * h, tokens - 8 * h);
-    }
+    for (int h = 0; h < kHalves; ++h) token_scales[h] = LoadFirst(scales + 8 * h, tokens - 8 * h);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const float* params = unpacked.params + r * unpacked.param_stride + 2 * g;
-      const __m256 row_scale = _mm256_set1_ps(params[0]), row_minimum = _mm256_set1_ps(params[1]);
+      const __m256 row_scale = _mm256_set1_ps(unpacked.params[r * unpacked.param_stride + 2 * g]);
 #pragma GCC unroll 2
       for (int h = 0; h < kHalves; ++h) {
         const __m256 factors = _mm256_mul_ps(row_scale, token_scales[h]);
         acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), factors, acc[r][h]);
-        minimums[r][h] = _mm256_fmadd_ps(row_minimum, token_minimums[h], minimums[r][h]);
       }
+    }
+  }
+  // The minimums' terms in a pass of their own: in the loop above their accumulators would
+  // crowd the registers (the same steps in the same order, so the same bits).
+  __m256 minimums[kRows][kHalves];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < kHalves; ++h) minimums[r][h] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < xa.groups; ++g) {
+    const float* min_factors = xa.min_factors + g * xa.tokens + first_token;
+    __m256 token_minimums[kHalves];
+#pragma GCC unroll 2
+    for (int h = 0; h < kHalves; ++h)
+      token_minimums[h] = LoadFirst(min_factors + 8 * h, tokens - 8 * h);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 row_minimum =
+          _mm256_set1_ps(unpacked.params[r * unpacked.param_stride + 2 * g + 1]);
+#pragma GCC unroll 2
+      for (int h = 0; h < kHalves; ++h)
+        minimums[r][h] = _mm256_fmadd_ps(row_minimum, token_minimums[h], minimums[r][h]);
     }
   }
   for (int r = 0; r < kRows; ++r)
