@@ -16,13 +16,14 @@ namespace zinf::cpu::avx2_lanes {
 inline constexpr int kLanes = Q8TokenLanes::kLanes;
 
 // Calls tile.template operator()<kRows, kHalves>(row, group, tokens) for every tile of rows
-// [row_begin, row_end) × the lane groups of `lanes` (num_tokens tokens): kTileRows rows, then one
-// at a time, the groups in blocks that stay in L2 (group_bytes each) while every row tile passes
-// over them; kHalves 1 for a group of at most 8 tokens. A call of at most 8 tokens (one
-// half-width group) takes 4-row tiles: they fit the registers.
-template <int kTileRows, typename Tile>
-void ForEachLaneTile(const Q8TokenLanes& lanes, int64_t num_tokens, int64_t group_bytes,
-                     int64_t row_begin, int64_t row_end, Tile&& tile) {
+// [row_begin, row_end) × the lane groups of `lanes` (num_tokens tokens; Q8TokenLanes or
+// I16TokenLanes): kTileRows rows, then one at a time, the groups in blocks that stay in L2
+// (group_bytes each) while every row tile passes over them; kHalves 1 for a group of at most 8
+// tokens. A call of at most 8 tokens (one half-width group) takes tiles of kFewTokenRows rows:
+// half the accumulators leave room for more.
+template <int kTileRows, int kFewTokenRows, typename Lanes, typename Tile>
+void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes, int64_t row_begin,
+                     int64_t row_end, Tile&& tile) {
   auto rows_over = [&]<int kRows>(int64_t row, int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
       const int tokens = lanes.tokens_in(g, num_tokens);
@@ -35,7 +36,8 @@ void ForEachLaneTile(const Q8TokenLanes& lanes, int64_t num_tokens, int64_t grou
   };
   if (num_tokens <= 8) {
     int64_t r = row_begin;
-    for (; r + 4 <= row_end; r += 4) rows_over.template operator()<4>(r, 0, 1);
+    for (; r + kFewTokenRows <= row_end; r += kFewTokenRows)
+      rows_over.template operator()<kFewTokenRows>(r, 0, 1);
     for (; r < row_end; ++r) rows_over.template operator()<1>(r, 0, 1);
     return;
   }

@@ -1,94 +1,106 @@
-// MatMulI8Avx2Lanes: the activations in the AVX-512 kernels' token-lane layout
-// (cpu/q8_token_lanes.h, no bias), each 64-byte row holding 16 tokens' next 4 values, as two
-// 256-bit halves of 8 tokens. A row's weight dword is broadcast against them: maddubs of |w| with
-// x · sign(w) (the sign trick of the 2 × 4 tiles, exact for −128 weights too) and madd leave
-// each token's 4 products' sum in its lane, and 8 such steps its block sum. The 2 × 4 tiles spend
-// as many instructions reducing lane sums across registers as multiplying; here the block sums
-// are never reduced.
+// MatMulI8Avx2Lanes: the activations widened to 16 bits in token lanes (cpu/i16_token_lanes.h),
+// each step two values of 16 tokens in two 256-bit halves, and each tile's rows widened once to
+// int16. A row's weight pair, broadcast, against 8 tokens' pairs: madd leaves each token's two
+// products' sum in its lane, and 16 such steps its exact block sum. Zen 4 issues maddubs, madd,
+// sign and abs on the same two ports: the sign trick of 8-bit operands (abs, sign, maddubs, madd
+// per 32 products) keeps them 3.5 times as busy as one madd per 16.
 #include "cpu/matmul_i8_avx2_lanes.h"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/avx2_lane_walk.h"
-#include "cpu/q8_token_lanes.h"
+#include "cpu/i16_token_lanes.h"
 #include "cpu/quant_rows.h"
-#include "engine/quantized.h"
+#include "cpu/tiling.h"
 
 namespace zinf::cpu {
 
 namespace {
 
 using avx2_lanes::kLanes;
-constexpr int kTileRows = 2;  // 4 block-sum and 4 float accumulators of the 16 ymm registers
+constexpr int kTileRows = 3;  // 6 block-sum and 6 float accumulators of the 16 ymm registers
+constexpr int kFewTokenTileRows = 4;  // at most 8 tokens (more: the broadcasts bind)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
-// Rows [row, row + kRows) × the tokens of lane group `group`, 8 per half (kHalves 1: a group
-// of at most 8): results[r][t] before the bias.
+// Rows [row, row + rows) of w sign-extended to int16, `stride` values apart (whole blocks, the
+// last one padded with zeros), and their scales.
+struct WidenedRows {
+  const int16_t* values;
+  int64_t stride;
+  float scales[std::max(kTileRows, kFewTokenTileRows)];
+};
+
+WidenedRows WidenRows(const QuantRows& w, int64_t blocks, int64_t row, int rows) {
+  const int64_t stride = blocks * kQ8BlockElements;
+  auto* widened = reinterpret_cast<int16_t*>(
+      AlignedThreadScratch<WidenedRows>(static_cast<size_t>(rows * stride * 2)));
+  for (int r = 0; r < rows; ++r) {
+    const int8_t* values = w.i8_row(row + r);
+    int16_t* out = widened + r * stride;
+    int64_t c = 0;
+    for (; c + 16 <= w.cols; c += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values + c));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + c), _mm256_cvtepi8_epi16(bytes));
+    }
+    for (; c < w.cols; ++c) out[c] = values[c];
+    for (; c < stride; ++c) out[c] = 0;
+  }
+  WidenedRows result{widened, stride, {}};
+  for (int r = 0; r < rows; ++r) result.scales[r] = w.i8_scale(row + r);
+  return result;
+}
+
+// Rows [0, kRows) of `widened` × lane group `group`, 8 tokens per half (kHalves 1: a group of at
+// most 8): results[r][t] before the bias.
 template <int kRows, int kHalves>
-void LaneTile(const Q8TokenLanes& lanes, int64_t group, const QuantRows& w, int64_t row,
+void LaneTile(const I16TokenLanes& lanes, int64_t group, const WidenedRows& widened,
               float (&results)[kRows][kLanes]) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t whole = w.cols / kQ8BlockElements;
   __m256 acc[kRows][kHalves];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int h = 0; h < kHalves; ++h) acc[r][h] = _mm256_setzero_ps();
   for (int64_t b = 0; b < lanes.blocks; ++b) {
-    // A partial last block: rows are not padded, so its bytes are copied (the lanes past the
-    // row's end hold zeros, so whatever follows them multiplies to nothing).
-    alignas(32) uint8_t padded[kRows][kQ8BlockElements];
-    const uint8_t* weights[kRows];
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
-      weights[r] = w.row(row + r) + b * kQ8BlockElements;
-      if (b == whole) {
-        std::memset(padded[r], 0, sizeof(padded[r]));
-        std::memcpy(padded[r], weights[r], static_cast<size_t>(w.cols - whole * kQ8BlockElements));
-        weights[r] = padded[r];
-      }
-    }
     const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
+    const int16_t* weights = widened.values + b * kQ8BlockElements;
     __m256i sums[kRows][kHalves];
-    // Two steps at a time: all eight unrolled, GCC spilled the block sums and accumulators (one
-    // Zen 4 core, 2048 × 768 × 128 tokens: 80 against 90 GOP/s; the 2 × 4 tiles 69).
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int k = 0; k < 8; ++k) {
-      // Both halves spelled out: written as a loop over the halves, GCC's schedule for two ran
-      // at ~0.75x (2048 × 768 × 128 tokens, one Zen 4 core).
-      const __m256i low = _mm256_load_si256(x + 2 * k);
-      const __m256i high = kHalves == 2 ? _mm256_load_si256(x + 2 * k + 1) : low;
+      for (int h = 0; h < kHalves; ++h) sums[r][h] = _mm256_setzero_si256();
 #pragma GCC unroll 4
+    for (int j = 0; j < I16TokenLanes::kSteps; ++j) {
+      // Both halves spelled out: written as a loop over the halves, GCC's schedule for two ran
+      // at ~0.75x (the 8-bit tile this replaced, 2048 × 768 × 128 tokens, one Zen 4 core).
+      const __m256i low = _mm256_load_si256(x + 2 * j);
+      const __m256i high = kHalves == 2 ? _mm256_load_si256(x + 2 * j + 1) : low;
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
-        int32_t dword;
-        std::memcpy(&dword, weights[r] + 4 * k, 4);
-        const __m256i wv = _mm256_set1_epi32(dword);
-        const __m256i magnitude = _mm256_abs_epi8(wv);
-        const __m256i p0 =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(low, wv)), ones);
-        sums[r][0] = k == 0 ? p0 : _mm256_add_epi32(sums[r][0], p0);
-        if constexpr (kHalves == 2) {
-          const __m256i p1 =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(high, wv)), ones);
-          sums[r][kHalves - 1] = k == 0 ? p1 : _mm256_add_epi32(sums[r][kHalves - 1], p1);
-        }
+        int32_t pair;
+        std::memcpy(&pair, weights + r * widened.stride + 2 * j, 4);
+        const __m256i wv = _mm256_set1_epi32(pair);
+        sums[r][0] = _mm256_add_epi32(sums[r][0], _mm256_madd_epi16(wv, low));
+        if constexpr (kHalves == 2)
+          sums[r][kHalves - 1] =
+              _mm256_add_epi32(sums[r][kHalves - 1], _mm256_madd_epi16(wv, high));
       }
     }
     const float* scales = lanes.scales(group, b);
 #pragma GCC unroll 2
     for (int h = 0; h < kHalves; ++h) {
       const __m256 token_scales = _mm256_loadu_ps(scales + 8 * h);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r)
         acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), token_scales, acc[r][h]);
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    const __m256 row_scale = _mm256_set1_ps(w.i8_scale(row + r));
+    const __m256 row_scale = _mm256_set1_ps(widened.scales[r]);
     for (int h = 0; h < kHalves; ++h)
       _mm256_storeu_ps(results[r] + 8 * h, _mm256_mul_ps(acc[r][h], row_scale));
   }
@@ -102,12 +114,21 @@ void MatMulI8Avx2Lanes(const Q8Activations& xq, int64_t num_tokens, const Weight
                        const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                        int64_t row_end) {
   const QuantRows rows(w);
-  const Q8TokenLanes lanes = PackQ8TokenLanes(xq, num_tokens, kLanes, 0);
-  avx2_lanes::ForEachLaneTile<kTileRows>(
-      lanes, num_tokens, lanes.blocks * Q8TokenLanes::kBlockBytes, row_begin, row_end,
+  const I16TokenLanes lanes = PackI16TokenLanes(xq, num_tokens);
+  // A row tile's rows are widened once for all the groups it passes over.
+  WidenedRows widened{};
+  int64_t widened_row = -1;
+  int widened_count = 0;
+  avx2_lanes::ForEachLaneTile<kTileRows, kFewTokenTileRows>(
+      lanes, num_tokens, lanes.blocks * I16TokenLanes::kBlockBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        if (row != widened_row || kRows != widened_count) {
+          widened = WidenRows(rows, lanes.blocks, row, kRows);
+          widened_row = row;
+          widened_count = kRows;
+        }
         float results[kRows][kLanes];
-        LaneTile<kRows, kHalves>(lanes, group, rows, row, results);
+        LaneTile<kRows, kHalves>(lanes, group, widened, results);
         avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
       });
 }

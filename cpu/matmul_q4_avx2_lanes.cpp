@@ -24,6 +24,7 @@ namespace {
 
 using avx2_lanes::kLanes;
 constexpr int kTileRows = 2;  // 4 block, 4 group and 4 float accumulators: 12 of 16 registers
+constexpr int kFewTokenTileRows = 4;  // at most 8 tokens: 4 + 4 + 4 of the 16 registers
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -182,7 +183,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
   UnpackedRows unpacked{};
   int64_t unpacked_row = -1;
   int unpacked_count = 0;
-  avx2_lanes::ForEachLaneTile<kTileRows>(
+  avx2_lanes::ForEachLaneTile<kTileRows, kFewTokenTileRows>(
       lanes, xa.tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != unpacked_row || kRows != unpacked_count) {
