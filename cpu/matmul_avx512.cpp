@@ -33,7 +33,7 @@ constexpr int kPairChunksAhead = 4;
 // 8 tokens: few pairs to evict) ask for the next group whatever its size (RunRowGroup).
 constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
-// (cpu/tiling.h's kTokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
+// (cpu/tiling.h's TokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
 // prefill 1.05x faster than with 768 KiB, 110M unchanged.
 constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
 

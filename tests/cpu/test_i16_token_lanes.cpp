@@ -29,8 +29,7 @@ TEST_CASE("16-bit token lanes: each token's value pairs in its lane, its scales 
         for (int lane = 0; lane < 16; ++lane) {
           const int64_t t = group * 16 + lane;
           const bool real = t < num_tokens;
-          INFO("tokens " << num_tokens << " group " << group << " block " << b << " lane "
-                         << lane);
+          INFO("tokens " << num_tokens << " group " << group << " block " << b << " lane " << lane);
           for (int i = 0; i < 32; ++i) {
             const int16_t expected = real ? values[(t * blocks + b) * 32 + i] : 0;
             REQUIRE(block[32 * (i / 2) + 2 * lane + i % 2] == expected);
