@@ -8,11 +8,11 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "cpu/avx2_lane_walk.h"
 #include "cpu/i16_token_lanes.h"
+#include "cpu/matmul_i8_avx2_byte_lanes.h"
 #include "cpu/quant_rows.h"
 #include "cpu/tiling.h"
 
@@ -22,7 +22,6 @@ namespace {
 
 using avx2_lanes::kLanes;
 constexpr int kTileRows = 3;  // 6 block-sum and 6 float accumulators of the 16 ymm registers
-constexpr int kFewTokenTileRows = 4;  // at most 8 tokens (more: the broadcasts bind)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -32,7 +31,7 @@ constexpr int kFewTokenTileRows = 4;  // at most 8 tokens (more: the broadcasts 
 struct WidenedRows {
   const int16_t* values;
   int64_t stride;
-  float scales[std::max(kTileRows, kFewTokenTileRows)];
+  float scales[kTileRows];
 };
 
 WidenedRows WidenRows(const QuantRows& w, int64_t blocks, int64_t row, int rows) {
@@ -113,13 +112,16 @@ void LaneTile(const I16TokenLanes& lanes, int64_t group, const WidenedRows& wide
 void MatMulI8Avx2Lanes(const Q8Activations& xq, int64_t num_tokens, const Weight& w,
                        const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                        int64_t row_end) {
+  if (num_tokens <= 8) {
+    return MatMulI8Avx2ByteLanes(xq, num_tokens, w, bias, out, out_stride, row_begin, row_end);
+  }
   const QuantRows rows(w);
   const I16TokenLanes lanes = PackI16TokenLanes(xq, num_tokens);
   // A row tile's rows are widened once for all the groups it passes over.
   WidenedRows widened{};
   int64_t widened_row = -1;
   int widened_count = 0;
-  avx2_lanes::ForEachLaneTile<kTileRows, kFewTokenTileRows>(
+  avx2_lanes::ForEachLaneTile<kTileRows, kTileRows>(
       lanes, num_tokens, lanes.blocks * I16TokenLanes::kBlockBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != widened_row || kRows != widened_count) {
