@@ -3,6 +3,8 @@
 // and the tiles' results stored with the bias.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -19,9 +21,9 @@ inline constexpr int kLanes = Q8TokenLanes::kLanes;
 // [row_begin, row_end) × the lane groups of `lanes` (num_tokens tokens; Q8TokenLanes or
 // I16TokenLanes): kTileRows rows, then one at a time, the groups in blocks that stay in L2
 // (group_bytes each) while every row tile passes over them; kHalves 1 for a group of at most 8
-// tokens. A call of at most 8 tokens (one half-width group) takes tiles of kFewTokenRows rows:
-// half the accumulators leave room for more.
-template <int kTileRows, int kFewTokenRows, typename Lanes, typename Tile>
+// tokens. A call of at most 8 tokens (one half-width group) takes 4-row tiles: they fit the
+// registers.
+template <int kTileRows, typename Lanes, typename Tile>
 void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes, int64_t row_begin,
                      int64_t row_end, Tile&& tile) {
   auto rows_over = [&]<int kRows>(int64_t row, int64_t first, int64_t last) {
@@ -36,8 +38,7 @@ void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes
   };
   if (num_tokens <= 8) {
     int64_t r = row_begin;
-    for (; r + kFewTokenRows <= row_end; r += kFewTokenRows)
-      rows_over.template operator()<kFewTokenRows>(r, 0, 1);
+    for (; r + 4 <= row_end; r += 4) rows_over.template operator()<4>(r, 0, 1);
     for (; r < row_end; ++r) rows_over.template operator()<1>(r, 0, 1);
     return;
   }
@@ -48,6 +49,42 @@ void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes
     for (; r + kTileRows <= row_end; r += kTileRows)
       rows_over.template operator()<kTileRows>(r, first, last);
     for (; r < row_end; ++r) rows_over.template operator()<1>(r, first, last);
+  }
+}
+
+// A tile's accumulators, every register set to zero.
+template <typename Vector, int kRows, int kHalves>
+__attribute__((target("avx2"), always_inline)) inline void SetZero(
+    Vector (&accumulators)[kRows][kHalves]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < kHalves; ++h) accumulators[r][h] = Vector{};
+}
+
+// The int8 tiles' float step per block, in the portable kernel's order: acc[r][h] += the block's
+// exact sum (sums[r][h], 8 tokens per half) times its tokens' scales.
+template <int kRows, int kHalves>
+__attribute__((target("avx2,fma"), always_inline)) inline void AddBlockSums(
+    const __m256i (&sums)[kRows][kHalves], const float* token_scales,
+    __m256 (&acc)[kRows][kHalves]) {
+#pragma GCC unroll 2
+  for (int h = 0; h < kHalves; ++h) {
+    const __m256 scales = _mm256_loadu_ps(token_scales + 8 * h);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r)
+      acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), scales, acc[r][h]);
+  }
+}
+
+// results[r][t] = acc[r][t] times row r's scale (the int8 tiles' last step).
+template <int kRows, int kHalves>
+__attribute__((target("avx2"), always_inline)) inline void StoreScaledRows(
+    const __m256 (&acc)[kRows][kHalves], const float* row_scales, float (&results)[kRows][kLanes]) {
+  for (int r = 0; r < kRows; ++r) {
+    const __m256 scale = _mm256_set1_ps(row_scales[r]);
+    for (int h = 0; h < kHalves; ++h)
+      _mm256_storeu_ps(results[r] + 8 * h, _mm256_mul_ps(acc[r][h], scale));
   }
 }
 

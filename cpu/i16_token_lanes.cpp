@@ -3,20 +3,11 @@
 
 #include <cstring>
 
-#include "cpu/tiling.h"
-
 namespace zinf::cpu {
 
 I16TokenLanes PackI16TokenLanes(const Q8Activations& xq, int64_t num_tokens) {
-  I16TokenLanes lanes;
-  lanes.blocks = xq.blocks;
-  lanes.groups = (num_tokens + I16TokenLanes::kLanes - 1) / I16TokenLanes::kLanes;
-  const int64_t blocks = lanes.groups * xq.blocks;
-  std::byte* out =
-      AlignedThreadScratch<I16TokenLanes>(static_cast<size_t>(blocks * I16TokenLanes::kBlockBytes));
-  lanes.data = out;
-  auto* all_scales = reinterpret_cast<float*>(out + blocks * I16TokenLanes::kValueBytes);
-  lanes.block_scales = all_scales;
+  const auto [lanes, out, all_scales] =
+      LayOutTokenLanes<I16TokenLanes>(xq.blocks, num_tokens, I16TokenLanes::kLanes);
   for (int64_t group = 0; group < lanes.groups; ++group) {
     const int tokens = lanes.tokens_in(group, num_tokens);
     const int64_t first_token = group * I16TokenLanes::kLanes;

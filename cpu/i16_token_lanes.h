@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cpu/q8_activations.h"
+#include "cpu/token_lane_blocks.h"
 
 namespace zinf::cpu {
 
@@ -13,29 +14,8 @@ namespace zinf::cpu {
 // holds in lane t (bytes 4t..4t+3) the token's values 2j and 2j+1 as int16, so each 256-bit half
 // covers 8 tokens. A group's blocks follow one another; the 16 tokens' block scales lie apart,
 // after every group's values. Lanes past the group's tokens hold 0 with scale 0.
-struct I16TokenLanes {
-  static constexpr int kLanes = 16;
+struct I16TokenLanes : TokenLaneBlocks<16 * 64> {
   static constexpr int kSteps = kQ8BlockElements / 2;
-  static constexpr int64_t kValueBytes = kSteps * 64;
-  static constexpr int64_t kBlockBytes = kValueBytes + kLanes * 4;
-
-  const std::byte* data = nullptr;
-  const float* block_scales = nullptr;
-  int64_t blocks = 0;
-  int group_tokens = kLanes;
-  int64_t groups = 0;
-
-  const std::byte* block(int64_t group, int64_t b) const {
-    return data + (group * blocks + b) * kValueBytes;
-  }
-  const float* scales(int64_t group, int64_t b) const {
-    return block_scales + (group * blocks + b) * kLanes;
-  }
-  // Tokens in `group` (the last may hold fewer).
-  int tokens_in(int64_t group, int64_t num_tokens) const {
-    const int64_t left = num_tokens - group * group_tokens;
-    return static_cast<int>(left < group_tokens ? left : group_tokens);
-  }
 };
 
 // Packs tokens [0, num_tokens) of xq into a 64-byte-aligned buffer owned by the calling thread:

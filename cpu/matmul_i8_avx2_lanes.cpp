@@ -60,18 +60,12 @@ template <int kRows, int kHalves>
 void LaneTile(const I16TokenLanes& lanes, int64_t group, const WidenedRows& widened,
               float (&results)[kRows][kLanes]) {
   __m256 acc[kRows][kHalves];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) acc[r][h] = _mm256_setzero_ps();
+  avx2_lanes::SetZero(acc);
   for (int64_t b = 0; b < lanes.blocks; ++b) {
     const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
     const int16_t* weights = widened.values + b * kQ8BlockElements;
     __m256i sums[kRows][kHalves];
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-      for (int h = 0; h < kHalves; ++h) sums[r][h] = _mm256_setzero_si256();
+    avx2_lanes::SetZero(sums);
 #pragma GCC unroll 4
     for (int j = 0; j < I16TokenLanes::kSteps; ++j) {
       // Both halves spelled out: written as a loop over the halves, GCC's schedule for two ran
@@ -89,20 +83,9 @@ void LaneTile(const I16TokenLanes& lanes, int64_t group, const WidenedRows& wide
               _mm256_add_epi32(sums[r][kHalves - 1], _mm256_madd_epi16(wv, high));
       }
     }
-    const float* scales = lanes.scales(group, b);
-#pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) {
-      const __m256 token_scales = _mm256_loadu_ps(scales + 8 * h);
-#pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r)
-        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), token_scales, acc[r][h]);
-    }
+    avx2_lanes::AddBlockSums(sums, lanes.scales(group, b), acc);
   }
-  for (int r = 0; r < kRows; ++r) {
-    const __m256 row_scale = _mm256_set1_ps(widened.scales[r]);
-    for (int h = 0; h < kHalves; ++h)
-      _mm256_storeu_ps(results[r] + 8 * h, _mm256_mul_ps(acc[r][h], row_scale));
-  }
+  avx2_lanes::StoreScaledRows(acc, widened.scales, results);
 }
 
 #pragma GCC pop_options
@@ -121,7 +104,7 @@ void MatMulI8Avx2Lanes(const Q8Activations& xq, int64_t num_tokens, const Weight
   WidenedRows widened{};
   int64_t widened_row = -1;
   int widened_count = 0;
-  avx2_lanes::ForEachLaneTile<kTileRows, kTileRows>(
+  avx2_lanes::ForEachLaneTile<kTileRows>(
       lanes, num_tokens, lanes.blocks * I16TokenLanes::kBlockBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != widened_row || kRows != widened_count) {

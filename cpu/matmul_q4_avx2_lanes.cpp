@@ -24,7 +24,6 @@ namespace {
 
 using avx2_lanes::kLanes;
 constexpr int kTileRows = 2;  // 4 block, 4 group and 4 float accumulators: 12 of 16 registers
-constexpr int kFewTokenTileRows = 4;  // at most 8 tokens: 4 + 4 + 4 of the 16 registers
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -85,16 +84,10 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks_per_group = xa.group_size / kQ4BlockElements;
   __m256 acc[kRows][kHalves];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) acc[r][h] = _mm256_setzero_ps();
+  avx2_lanes::SetZero(acc);
   for (int64_t g = 0; g < xa.groups; ++g) {
     __m256i sums[kRows][kHalves];
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-      for (int h = 0; h < kHalves; ++h) sums[r][h] = _mm256_setzero_si256();
+    avx2_lanes::SetZero(sums);
     for (int64_t b = g * blocks_per_group; b < (g + 1) * blocks_per_group; ++b) {
       const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
       // A block's products are summed in 16 bits and widened once: each 16-bit lane gathers
@@ -102,11 +95,8 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
       // overflows and the sums are the same; madd per step instead would be twice the
       // multiplier work.
       __m256i pairs[kRows][kHalves];
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-        for (int h = 0; h < kHalves; ++h) pairs[r][h] = _mm256_setzero_si256();
-          // Two steps at a time, as the int8 lane tile (cpu/matmul_i8_avx2_lanes.cpp).
+      avx2_lanes::SetZero(pairs);
+      // Two steps at a time, as the 8-bit int8 tile (cpu/matmul_i8_avx2_byte_lanes.cpp).
 #pragma GCC unroll 2
       for (int k = 0; k < 8; ++k) {
         // Both halves spelled out, as in the int8 lane tile.
@@ -148,10 +138,7 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
   // The minimums' terms in a pass of their own: in the loop above their accumulators would
   // crowd the registers (the same steps in the same order, so the same bits).
   __m256 minimums[kRows][kHalves];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) minimums[r][h] = _mm256_setzero_ps();
+  avx2_lanes::SetZero(minimums);
   for (int64_t g = 0; g < xa.groups; ++g) {
     const float* min_factors = xa.min_factors + g * xa.tokens + first_token;
     __m256 token_minimums[kHalves];
@@ -183,7 +170,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
   UnpackedRows unpacked{};
   int64_t unpacked_row = -1;
   int unpacked_count = 0;
-  avx2_lanes::ForEachLaneTile<kTileRows, kFewTokenTileRows>(
+  avx2_lanes::ForEachLaneTile<kTileRows>(
       lanes, xa.tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != unpacked_row || kRows != unpacked_count) {

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "cpu/isa.h"
-#include "cpu/tiling.h"
 
 namespace zinf::cpu {
 
@@ -109,16 +108,8 @@ void PackGroupAvx512(const Q8Activations& xq, int64_t first_token, int tokens, u
 
 Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int group_tokens,
                               uint8_t bias) {
-  Q8TokenLanes lanes;
-  lanes.blocks = xq.blocks;
-  lanes.group_tokens = group_tokens;
-  lanes.groups = (num_tokens + group_tokens - 1) / group_tokens;
-  const int64_t blocks = lanes.groups * xq.blocks;
-  std::byte* out =
-      AlignedThreadScratch<Q8TokenLanes>(static_cast<size_t>(blocks * Q8TokenLanes::kBlockBytes));
-  lanes.data = out;
-  auto* all_scales = reinterpret_cast<float*>(out + blocks * Q8TokenLanes::kValueBytes);
-  lanes.block_scales = all_scales;
+  const auto [lanes, out, all_scales] =
+      LayOutTokenLanes<Q8TokenLanes>(xq.blocks, num_tokens, group_tokens);
   // Only the AVX-512 and AMX kernels pack token lanes; the check keeps this callable anywhere.
   static const bool avx512 = BestCpuIsa() >= CpuIsa::kAvx512;
   for (int64_t group = 0; group < lanes.groups; ++group) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cpu/q8_activations.h"
+#include "cpu/token_lane_blocks.h"
 
 namespace zinf::cpu {
 
@@ -16,30 +17,7 @@ namespace zinf::cpu {
 // AMX kernel's groups of 64). The 16 tokens' block scales lie apart, after every group's values.
 // Lanes past the group's tokens hold the value 0 and scale 0. Every value byte is XORed with the
 // packing's bias: 0x80 gives x + 128 as an unsigned byte (vpdpbusd's unsigned operand).
-struct Q8TokenLanes {
-  static constexpr int kLanes = 16;
-  static constexpr int64_t kValueBytes = 8 * 64;
-  static constexpr int64_t kScaleBytes = kLanes * 4;
-  static constexpr int64_t kBlockBytes = kValueBytes + kScaleBytes;
-
-  const std::byte* data = nullptr;
-  const float* block_scales = nullptr;
-  int64_t blocks = 0;
-  int group_tokens = 0;  // tokens per group, at most kLanes
-  int64_t groups = 0;
-
-  const std::byte* block(int64_t group, int64_t b) const {
-    return data + (group * blocks + b) * kValueBytes;
-  }
-  const float* scales(int64_t group, int64_t b) const {
-    return block_scales + (group * blocks + b) * kLanes;
-  }
-  // Tokens in `group` (the last may hold fewer).
-  int tokens_in(int64_t group, int64_t num_tokens) const {
-    const int64_t left = num_tokens - group * group_tokens;
-    return static_cast<int>(left < group_tokens ? left : group_tokens);
-  }
-};
+struct Q8TokenLanes : TokenLaneBlocks<8 * 64> {};
 
 // Packs tokens [0, num_tokens) of xq, `group_tokens` to a group, into a 64-byte-aligned buffer
 // owned by the calling thread: only ever grown, valid until the thread's next call. xq.scales may
