@@ -267,19 +267,22 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
     }
   }
   // Sums at their largest: nibbles of 15 (each group's first value its minimum) against values
-  // of ±127, so a block's 16-bit partial sums (the AVX2 token lanes) come within 7% of the limit.
+  // of ±127, so a block's 16-bit partial sums (the AVX2 token lanes) and the 16-bit sums the
+  // one-token tiles add across rows come within 7% of the limit.
   for (int group_size : {32, 64, 128}) {
-    const int64_t cols = 256, rows = 5, tokens = 17;
-    std::vector<float> values(rows * cols, 1.0f);
-    for (int64_t i = 0; i < rows * cols; i += group_size) values[i] = -1.0f;
-    QuantizedMatrix q(values, DType::kQ4, rows, cols, group_size);
-    std::vector<float> x(tokens * cols);
-    for (int64_t i = 0; i < tokens * cols; ++i) x[i] = (i / cols) % 2 ? -3.0f : 3.0f;
-    std::vector<float> portable(tokens * rows);
-    cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
-                             cpu::CpuIsa::kPortable);
-    INFO(cpu::CpuIsaName(isa) << " largest sums, group " << group_size);
-    CHECK(SplitProductMatches(x, cols, tokens, q.weight, {}, rows, 2, isa, portable));
+    for (const int64_t tokens : {1, 17}) {
+      const int64_t cols = 256, rows = 21;
+      std::vector<float> values(rows * cols, 1.0f);
+      for (int64_t i = 0; i < rows * cols; i += group_size) values[i] = -1.0f;
+      QuantizedMatrix q(values, DType::kQ4, rows, cols, group_size);
+      std::vector<float> x(tokens * cols);
+      for (int64_t i = 0; i < tokens * cols; ++i) x[i] = (i / cols) % 2 ? -3.0f : 3.0f;
+      std::vector<float> portable(tokens * rows);
+      cpu::MatMulRowsQuantized(x.data(), cols, tokens, q.weight, {}, portable.data(), rows, 0, rows,
+                               cpu::CpuIsa::kPortable);
+      INFO(cpu::CpuIsaName(isa) << " largest sums, group " << group_size << " tokens " << tokens);
+      CHECK(SplitProductMatches(x, cols, tokens, q.weight, {}, rows, 2, isa, portable));
+    }
   }
   // Rows so wide that each group of 16 tokens in lanes outgrows the kernels' L2 token block.
   const int64_t cols = 45000, rows = 18, tokens = 40;
