@@ -18,8 +18,9 @@ struct I16TokenLanes : TokenLaneBlocks<16 * 64> {
   static constexpr int kSteps = kQ8BlockElements / 2;
 };
 
-// Packs tokens [0, num_tokens) of xq into a 64-byte-aligned buffer owned by the calling thread:
-// only ever grown, valid until the thread's next call.
+// Packs tokens [0, num_tokens) of xq, by AVX2 instructions (the caller checks that the CPU has
+// them), into a 64-byte-aligned buffer owned by the calling thread: only ever grown, valid until
+// the thread's next call.
 I16TokenLanes PackI16TokenLanes(const Q8Activations& xq, int64_t num_tokens);
 
 }  // namespace zinf::cpu

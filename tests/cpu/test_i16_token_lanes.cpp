@@ -6,11 +6,14 @@
 
 #include "cpu/i16_token_lanes.h"
 #include "cpu/q8_activations.h"
+#include "tests/cpu/isa_levels.h"
 #include "tests/support/random_values.h"
 
 namespace zinf {
 
-TEST_CASE("16-bit token lanes: each token's value pairs in its lane, its scales beside them") {
+TEST_CASE("16-bit token lanes: each token's value pairs in its lane, its scales beside them",
+          "[avx2]") {
+  testing::RequireCpuIsa(cpu::CpuIsa::kAvx2);  // packed by AVX2 transposes, for the AVX2 kernel
   const int64_t blocks = 5;
   for (int64_t num_tokens : {int64_t{3}, int64_t{8}, int64_t{16}, int64_t{21}}) {
     std::vector<float> x = testing::RandomValues(num_tokens * blocks * 32, 70 + num_tokens);
