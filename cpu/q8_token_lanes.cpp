@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cpu/isa.h"
+#include "cpu/transpose_avx2.h"
 
 namespace zinf::cpu {
 
@@ -33,6 +34,44 @@ void PackBlockByLane(const Q8Activations& xq, int64_t first_token, int tokens, i
     scales[lane] = xq.scales != nullptr ? xq.token_scales(first_token + lane)[b] : 0.0f;
   }
 }
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+
+// Every block of a group of up to 16 tokens, 8 tokens (one 256-bit half of each row) at a time:
+// each token's 8 dwords of the block in a register, an 8 × 8 dword transpose, so register k4 ends
+// with the 8 tokens' dword k4 (zeros, then the bias, past the group's tokens). The same bytes as
+// PackBlockByLane (which had taken 2% of a 110M int4 prefill profile on an AVX2-only Zen 4).
+void PackGroupAvx2(const Q8Activations& xq, int64_t first_token, int tokens, uint8_t bias,
+                   std::byte* blocks_out, float* scales_out) {
+  const __m256i bias_bytes = _mm256_set1_epi8(static_cast<char>(bias));
+  for (int64_t b = 0; b < xq.blocks; ++b) {
+    std::byte* block = blocks_out + b * Q8TokenLanes::kValueBytes;
+    for (int h = 0; 8 * h < Q8TokenLanes::kLanes; ++h) {
+      __m256i dwords[8];
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+        dwords[t] = 8 * h + t < tokens
+                        ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                              xq.token_values(first_token + 8 * h + t) + b * kQ8BlockElements))
+                        : _mm256_setzero_si256();
+      }
+      Transpose8(dwords);
+#pragma GCC unroll 8
+      for (int k4 = 0; k4 < 8; ++k4) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(block + 64 * k4 + 32 * h),
+                           _mm256_xor_si256(dwords[k4], bias_bytes));
+      }
+    }
+    float* scales = scales_out + b * Q8TokenLanes::kLanes;
+    for (int lane = 0; lane < Q8TokenLanes::kLanes; ++lane) {
+      scales[lane] =
+          lane < tokens && xq.scales != nullptr ? xq.token_scales(first_token + lane)[b] : 0.0f;
+    }
+  }
+}
+
+#pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx2,avx512f,avx512bw,avx512vl,avx512dq")
@@ -110,15 +149,19 @@ Q8TokenLanes PackQ8TokenLanes(const Q8Activations& xq, int64_t num_tokens, int g
                               uint8_t bias) {
   const auto [lanes, out, all_scales] =
       LayOutTokenLanes<Q8TokenLanes>(xq.blocks, num_tokens, group_tokens);
-  // Only the AVX-512 and AMX kernels pack token lanes; the check keeps this callable anywhere.
-  static const bool avx512 = BestCpuIsa() >= CpuIsa::kAvx512;
+  // The check keeps this callable on any CPU (the portable kernels never pack token lanes).
+  static const CpuIsa best = BestCpuIsa();
   for (int64_t group = 0; group < lanes.groups; ++group) {
     const int tokens = lanes.tokens_in(group, num_tokens);
     const int64_t first_token = group * group_tokens;
     std::byte* group_blocks = out + group * xq.blocks * Q8TokenLanes::kValueBytes;
     float* group_scales = all_scales + group * xq.blocks * Q8TokenLanes::kLanes;
-    if (avx512 && tokens > 8) {
+    if (best >= CpuIsa::kAvx512 && tokens > 8) {
       PackGroupAvx512(xq, first_token, tokens, bias, group_blocks, group_scales);
+      continue;
+    }
+    if (best >= CpuIsa::kAvx2) {
+      PackGroupAvx2(xq, first_token, tokens, bias, group_blocks, group_scales);
       continue;
     }
     for (int64_t b = 0; b < xq.blocks; ++b) {

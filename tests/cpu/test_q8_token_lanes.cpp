@@ -1,6 +1,7 @@
 // Token lanes (cpu/q8_token_lanes.h): every byte and scale where the layout puts it, in groups of
 // 16 and of 15 (the int8 AVX-512 kernel's), whole and partial: on AVX-512 CPUs groups of 9 to 16
-// tokens are packed by register transposes, smaller ones lane by lane.
+// tokens are packed by 512-bit transposes, on AVX2 CPUs (and smaller groups on AVX-512 ones) by
+// 256-bit transposes, lane by lane only on CPUs without AVX2.
 #include <catch2/catch.hpp>
 
 #include <cstring>
