@@ -1,5 +1,5 @@
-// An 8 × 8 dword transpose in AVX2 registers, for the avx2 int4 tile whose rows' parameters come
-// a row per register while its lanes want a group's rows together (cpu/matmul_q4.cpp).
+// An 8 × 8 dword transpose in AVX2 registers: 8 tokens' dwords into token lanes (the byte and
+// 16-bit token-lane packing) and 8 tokens' results back into rows (cpu/avx2_lane_walk.h).
 #pragma once
 
 #include <immintrin.h>
