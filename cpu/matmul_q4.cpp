@@ -22,7 +22,6 @@
 #include "cpu/reduce_avx2.h"
 #include "cpu/shared_activations.h"
 #include "cpu/tiling.h"
-#include "cpu/transpose_avx2.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
 #include "engine/quantized.h"

@@ -1,5 +1,5 @@
 // An 8 × 8 dword transpose in AVX2 registers: 8 tokens' dwords into token lanes (the byte and
-// 16-bit token-lane packing) and 8 tokens' results back into rows (cpu/avx2_lane_walk.h).
+// 16-bit token-lane packing) and 8 rows of results into tokens (cpu/lane_tile_store.h).
 #pragma once
 
 #include <immintrin.h>
