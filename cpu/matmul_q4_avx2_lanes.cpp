@@ -68,6 +68,12 @@ UnpackedRows UnpackRows(const QuantRows& w, int64_t row, int rows) {
   return {bytes, stride, params, param_stride};
 }
 
+// Requests the lines of [region, region + bytes) into L2.
+inline void FetchIntoL2(const void* region, int64_t bytes) {
+  const char* base = static_cast<const char*>(region);
+  for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(base + at, _MM_HINT_T1);
+}
+
 // The first `tokens` (≤ 8) of p, zeros past them.
 inline __m256 LoadFirst(const float* p, int tokens) {
   if (tokens >= 8) return _mm256_loadu_ps(p);
@@ -179,6 +185,16 @@ void LaneProduct(const Q4Activations& xa, const QuantRows& w, const Weight& bias
           unpacked = UnpackRows(w, row, kRows);
           unpacked_row = row;
           unpacked_count = kRows;
+          // A call of at most 8 tokens (4-row tiles, one lane group) unpacks each row tile for a
+          // single tile, so UnpackRows is where its weights first arrive from DRAM (24% of a 1.1B
+          // int4 8-sequence decode profile): the next tile's rows are requested into L2 now, to
+          // arrive while this tile's products run. One core, 5632 × 2048 × 8 tokens from DRAM:
+          // 80.8 → 85.4 GOP/s; 8-sequence decode, six alternating pairs, medians 1.1B 51.9 →
+          // 53.9 and 110M 416.5 → 430.2 tok/s.
+          if (kRows == 4 && row + 2 * kRows <= row_end) {
+            FetchIntoL2(w.row(row + kRows), kRows * w.row_bytes);
+            FetchIntoL2(w.q4_params(row + kRows), kRows * w.groups * 4);
+          }
         }
         float results[kRows][kLanes];
         LaneTile<kRows, kHalves, kBlocks>(lanes, group, group * kLanes, tokens, xa, unpacked,
