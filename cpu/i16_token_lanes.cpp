@@ -54,9 +54,8 @@ I16TokenLanes PackI16TokenLanes(const Q8Activations& xq, int64_t num_tokens) {
           reinterpret_cast<int16_t*>(out + (group * xq.blocks + b) * I16TokenLanes::kValueBytes);
       for (int h = 0; h < 2; ++h)
         PackHalf(xq, first_token + 8 * h, tokens - 8 * h, b, steps + 16 * h);
-      float* scales = all_scales + (group * xq.blocks + b) * kLanes;
-      for (int lane = 0; lane < kLanes; ++lane)
-        scales[lane] = lane < tokens ? xq.token_scales(first_token + lane)[b] : 0.0f;
+      CopyLaneScales<I16TokenLanes>(xq, first_token, tokens, b,
+                                    all_scales + (group * xq.blocks + b) * kLanes);
     }
   }
   return lanes;

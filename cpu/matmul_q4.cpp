@@ -369,6 +369,8 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
 template <int kBlocks>
 void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                         int64_t out_stride, int64_t row_begin, int64_t row_end) {
+  if (xa.tokens >= kQ4Avx2LaneMinTokens)
+    return MatMulQ4Avx2Lanes<kBlocks>(xa, w, bias, out, out_stride, row_begin, row_end);
   const float* quad_factors =
       xa.tokens >= 4 ? PackFactorsByTokenGroup(xa, 0, xa.tokens, 4) : nullptr;
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
@@ -386,8 +388,6 @@ void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weigh
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                   int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  if (xa.tokens >= kQ4Avx2LaneMinTokens)
-    return MatMulQ4Avx2Lanes(xa, w, bias, out, out_stride, row_begin, row_end);
   switch (xa.group_size) {
     case 32: return MatMulQ4Avx2Blocks<1>(xa, w, bias, out, out_stride, row_begin, row_end);
     case 64: return MatMulQ4Avx2Blocks<2>(xa, w, bias, out, out_stride, row_begin, row_end);

@@ -13,10 +13,10 @@
 
 #include "cpu/avx2_lane_walk.h"
 #include "cpu/matmul_q4_avx512.h"
+#include "cpu/prefetch_region.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/tiling.h"
 #include "engine/dtype.h"
-#include "engine/error.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu {
@@ -66,12 +66,6 @@ UnpackedRows UnpackRows(const QuantRows& w, int64_t row, int rows) {
     for (; i < param_stride; ++i) widened[i] = F16ToF32(halves[i]);  // what F16C gives
   }
   return {bytes, stride, params, param_stride};
-}
-
-// Requests the lines of [region, region + bytes) into L2.
-inline void FetchIntoL2(const void* region, int64_t bytes) {
-  const char* base = static_cast<const char*>(region);
-  for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(base + at, _MM_HINT_T1);
 }
 
 // The first `tokens` (≤ 8) of p, zeros past them.
@@ -170,9 +164,11 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
 
 #pragma GCC pop_options
 
+}  // namespace
+
 template <int kBlocks>
-void LaneProduct(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                 int64_t out_stride, int64_t row_begin, int64_t row_end) {
+void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
+                       int64_t out_stride, int64_t row_begin, int64_t row_end) {
   const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, xa.tokens);
   // A row tile's rows are unpacked once for all the groups it passes over.
   UnpackedRows unpacked{};
@@ -192,8 +188,8 @@ void LaneProduct(const Q4Activations& xa, const QuantRows& w, const Weight& bias
           // 80.8 → 85.4 GOP/s; 8-sequence decode, six alternating pairs, medians 1.1B 51.9 →
           // 53.9 and 110M 416.5 → 430.2 tok/s.
           if (kRows == 4 && row + 2 * kRows <= row_end) {
-            FetchIntoL2(w.row(row + kRows), kRows * w.row_bytes);
-            FetchIntoL2(w.q4_params(row + kRows), kRows * w.groups * 4);
+            PrefetchRegionShare(w.row(row + kRows), kRows * w.row_bytes, 0, 1);
+            PrefetchRegionShare(w.q4_params(row + kRows), kRows * w.groups * 4, 0, 1);
           }
         }
         float results[kRows][kLanes];
@@ -203,16 +199,11 @@ void LaneProduct(const Q4Activations& xa, const QuantRows& w, const Weight& bias
       });
 }
 
-}  // namespace
-
-void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                       int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  switch (xa.group_size / kQ4BlockElements) {
-    case 1: return LaneProduct<1>(xa, w, bias, out, out_stride, row_begin, row_end);
-    case 2: return LaneProduct<2>(xa, w, bias, out, out_stride, row_begin, row_end);
-    case 4: return LaneProduct<4>(xa, w, bias, out, out_stride, row_begin, row_end);
-  }
-  ZINF_CHECK(false, "int4 group size {} (the kernels take 32, 64 or 128)", xa.group_size);
-}
+template void MatMulQ4Avx2Lanes<1>(const Q4Activations&, const QuantRows&, const Weight&, float*,
+                                   int64_t, int64_t, int64_t);
+template void MatMulQ4Avx2Lanes<2>(const Q4Activations&, const QuantRows&, const Weight&, float*,
+                                   int64_t, int64_t, int64_t);
+template void MatMulQ4Avx2Lanes<4>(const Q4Activations&, const QuantRows&, const Weight&, float*,
+                                   int64_t, int64_t, int64_t);
 
 }  // namespace zinf::cpu

@@ -16,7 +16,9 @@ inline constexpr int64_t kQ4Avx2LaneMinTokens = 8;
 
 // out[t][r] for tokens [0, xa.tokens) and rows [row_begin, row_end), with the portable kernel's
 // bits: per group the exact int32 sum, acc = fma(float(sum), row scale × token scale, acc) and
-// the minimums' own chain in group order, added at the end, plus the bias.
+// the minimums' own chain in group order, added at the end, plus the bias. kBlocks: the blocks
+// per group (1, 2 or 4; why a template argument: the tile's comment).
+template <int kBlocks>
 void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                        int64_t out_stride, int64_t row_begin, int64_t row_end);
 

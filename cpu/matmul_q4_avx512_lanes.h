@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "cpu/matmul_q4_avx512_tiles.h"
+#include "cpu/prefetch_region.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
 #include "engine/quantized.h"

@@ -54,17 +54,6 @@ ZINF_Q4_INLINE void PrefetchGroupShare(const uint8_t* next, const uint16_t* next
   _mm_prefetch(reinterpret_cast<const char*>(next_params) + g * kRows * 4, _MM_HINT_T0);
 }
 
-// Part `part` of `parts` of the lines of [region, region + bytes), into L2: a token-lane tile
-// spreads the next tile's rows over its groups this way, so that their reads from DRAM overlap its
-// products instead of stalling the unpacking that starts the next tile.
-ZINF_Q4_INLINE void PrefetchRegionShare(const void* region, int64_t bytes, int64_t part,
-                                        int64_t parts) {
-  const int64_t lines = (bytes + 63) / 64;
-  const char* base = static_cast<const char*>(region);
-  for (int64_t line = lines * part / parts; line < lines * (part + 1) / parts; ++line)
-    _mm_prefetch(base + 64 * line, _MM_HINT_T1);
-}
-
 // A token-lane tile's rows prepared once for all its lane groups: row r's nibbles as bytes at
 // bytes + r · stride, its (scale, minimum) pairs as floats at params + r · param_stride (so each
 // is one broadcast operand, not a conversion per lane group).

@@ -19,11 +19,7 @@ void PackBlockByLane(const Q8Activations& xq, int64_t first_token, int tokens, i
   uint32_t bias4;
   std::memset(&bias4, bias, 4);
   std::memset(block, bias, Q8TokenLanes::kValueBytes);
-  for (int lane = 0; lane < Q8TokenLanes::kLanes; ++lane) {
-    if (lane >= tokens) {
-      scales[lane] = 0.0f;
-      continue;
-    }
+  for (int lane = 0; lane < tokens; ++lane) {
     const int8_t* values = xq.token_values(first_token + lane) + b * kQ8BlockElements;
     for (int k4 = 0; k4 < 8; ++k4) {
       uint32_t word;
@@ -31,8 +27,8 @@ void PackBlockByLane(const Q8Activations& xq, int64_t first_token, int tokens, i
       word ^= bias4;
       std::memcpy(block + 64 * k4 + 4 * lane, &word, 4);
     }
-    scales[lane] = xq.scales != nullptr ? xq.token_scales(first_token + lane)[b] : 0.0f;
   }
+  CopyLaneScales<Q8TokenLanes>(xq, first_token, tokens, b, scales);
 }
 
 #pragma GCC push_options
@@ -63,11 +59,7 @@ void PackGroupAvx2(const Q8Activations& xq, int64_t first_token, int tokens, uin
                            _mm256_xor_si256(dwords[k4], bias_bytes));
       }
     }
-    float* scales = scales_out + b * Q8TokenLanes::kLanes;
-    for (int lane = 0; lane < Q8TokenLanes::kLanes; ++lane) {
-      scales[lane] =
-          lane < tokens && xq.scales != nullptr ? xq.token_scales(first_token + lane)[b] : 0.0f;
-    }
+    CopyLaneScales<Q8TokenLanes>(xq, first_token, tokens, b, scales_out + b * Q8TokenLanes::kLanes);
   }
 }
 

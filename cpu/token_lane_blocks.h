@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/q8_activations.h"
 #include "cpu/tiling.h"
 
 namespace zinf::cpu {
@@ -58,6 +59,17 @@ LaidOutLanes<Lanes> LayOutTokenLanes(int64_t blocks, int64_t num_tokens, int gro
   lanes.data = values;
   lanes.block_scales = scales;
   return {lanes, values, scales};
+}
+
+// Block b's scales of tokens [first_token, first_token + tokens) into `scales`' first lanes and
+// 0 into the rest of its kLanes (all 0 when xq has no scales), as every packing writes them.
+template <typename Lanes>
+void CopyLaneScales(const Q8Activations& xq, int64_t first_token, int tokens, int64_t b,
+                    float* scales) {
+  for (int lane = 0; lane < Lanes::kLanes; ++lane) {
+    scales[lane] =
+        lane < tokens && xq.scales != nullptr ? xq.token_scales(first_token + lane)[b] : 0.0f;
+  }
 }
 
 }  // namespace zinf::cpu
