@@ -90,8 +90,9 @@ __attribute__((target("avx2"), always_inline)) inline void StoreScaledRows(
 
 // out[(group · 16 + t) · out_stride + row + r] = results[r][t] + bias[row + r] for the group's
 // `tokens` tokens. Each 8 tokens' results are transposed in registers, so that a token's rows go
-// out in one store (4 rows) or one for each pair: stored one float at a time, the 16 tokens'
-// scattered lines cost 8% of a 2-row int4 tile's time (one Zen 4 core, 2048 × 768 × 128).
+// out in one store (4 rows), a pair and a float (3) or one for each pair: stored one float at a
+// time, the 16 tokens' scattered lines cost 8% of a 2-row int4 tile's time (one Zen 4 core,
+// 2048 × 768 × 128), and the third row's floats 3% of a 3-row one's.
 template <int kRows>
 __attribute__((target("avx2"))) void StoreLaneResults(const float (&results)[kRows][kLanes],
                                                       int64_t group, int tokens, const Weight& bias,
@@ -105,11 +106,14 @@ __attribute__((target("avx2"))) void StoreLaneResults(const float (&results)[kRo
     for (int r = 0; r < kRows; ++r)
       rows[r] = _mm256_add_ps(_mm256_loadu_ps(results[r] + 8 * h), _mm256_set1_ps(biases[r]));
     int done = 0;  // rows stored
-    if constexpr (kRows == 4) {
+    if constexpr (kRows == 3 || kRows == 4) {
+      // Three rows go through the 4-row transpose with a fourth of zeros, stored as a pair and
+      // a single float (a 4-float store would write the next tile's row).
+      const __m256 row3 = kRows == 4 ? rows[kRows - 1] : _mm256_setzero_ps();
       const __m256 low01 = _mm256_unpacklo_ps(rows[0], rows[1]);
       const __m256 high01 = _mm256_unpackhi_ps(rows[0], rows[1]);
-      const __m256 low23 = _mm256_unpacklo_ps(rows[2], rows[3]);
-      const __m256 high23 = _mm256_unpackhi_ps(rows[2], rows[3]);
+      const __m256 low23 = _mm256_unpacklo_ps(rows[2], row3);
+      const __m256 high23 = _mm256_unpackhi_ps(rows[2], row3);
       // quads[q]: tokens q (low 128 bits) and q + 4 (high), rows 0-3 each.
       const __m256 quads[4] = {
           _mm256_shuffle_ps(low01, low23, 0x44), _mm256_shuffle_ps(low01, low23, 0xee),
@@ -117,9 +121,14 @@ __attribute__((target("avx2"))) void StoreLaneResults(const float (&results)[kRo
       for (int t = 0; t < count; ++t) {
         const __m128 quad =
             t < 4 ? _mm256_castps256_ps128(quads[t]) : _mm256_extractf128_ps(quads[t - 4], 1);
-        _mm_storeu_ps(first + t * out_stride, quad);
+        if constexpr (kRows == 4) {
+          _mm_storeu_ps(first + t * out_stride, quad);
+        } else {
+          _mm_storel_pi(reinterpret_cast<__m64*>(first + t * out_stride), quad);
+          _mm_store_ss(first + t * out_stride + 2, _mm_movehl_ps(quad, quad));
+        }
       }
-      done = 4;
+      done = kRows;
     } else if constexpr (kRows >= 2) {
       // pairs[p]: tokens 2p, 2p + 1 (low 128 bits) and 2p + 4, 2p + 5 (high), rows 0-1 each.
       const __m256 pairs[2] = {_mm256_unpacklo_ps(rows[0], rows[1]),
