@@ -16,13 +16,14 @@
 namespace zinf::cpu::avx2_lanes {
 
 inline constexpr int kLanes = Q8TokenLanes::kLanes;
+// The rows of a tile in a call of at most 8 tokens (one half-width group): 4 fit the registers.
+inline constexpr int kFewTokenTileRows = 4;
 
 // Calls tile.template operator()<kRows, kHalves>(row, group, tokens) for every tile of rows
 // [row_begin, row_end) × the lane groups of `lanes` (num_tokens tokens; Q8TokenLanes or
 // I16TokenLanes): kTileRows rows, then one at a time, the groups in blocks that stay in L2
 // (group_bytes each) while every row tile passes over them; kHalves 1 for a group of at most 8
-// tokens. A call of at most 8 tokens (one half-width group) takes 4-row tiles: they fit the
-// registers.
+// tokens. A call of at most 8 tokens takes kFewTokenTileRows-row tiles.
 template <int kTileRows, typename Lanes, typename Tile>
 void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes, int64_t row_begin,
                      int64_t row_end, Tile&& tile) {
@@ -38,7 +39,8 @@ void ForEachLaneTile(const Lanes& lanes, int64_t num_tokens, int64_t group_bytes
   };
   if (num_tokens <= 8) {
     int64_t r = row_begin;
-    for (; r + 4 <= row_end; r += 4) rows_over.template operator()<4>(r, 0, 1);
+    for (; r + kFewTokenTileRows <= row_end; r += kFewTokenTileRows)
+      rows_over.template operator()<kFewTokenTileRows>(r, 0, 1);
     for (; r < row_end; ++r) rows_over.template operator()<1>(r, 0, 1);
     return;
   }
@@ -90,9 +92,9 @@ __attribute__((target("avx2"), always_inline)) inline void StoreScaledRows(
 
 // out[(group · 16 + t) · out_stride + row + r] = results[r][t] + bias[row + r] for the group's
 // `tokens` tokens. Each 8 tokens' results are transposed in registers, so that a token's rows go
-// out in one store (4 rows), a pair and a float (3) or one for each pair: stored one float at a
-// time, the 16 tokens' scattered lines cost 8% of a 2-row int4 tile's time (one Zen 4 core,
-// 2048 × 768 × 128), and the third row's floats 3% of a 3-row one's.
+// out in one store (4 rows) or a pair and a float (3 rows); a lone row goes float by float.
+// Stored one float at a time, the 16 tokens' scattered lines had cost 8% of a 2-row int4 tile's
+// time (one Zen 4 core, 2048 × 768 × 128), and a third row's floats 3% of a 3-row one's.
 template <int kRows>
 __attribute__((target("avx2"))) void StoreLaneResults(const float (&results)[kRows][kLanes],
                                                       int64_t group, int tokens, const Weight& bias,
@@ -129,21 +131,6 @@ __attribute__((target("avx2"))) void StoreLaneResults(const float (&results)[kRo
         }
       }
       done = kRows;
-    } else if constexpr (kRows >= 2) {
-      // pairs[p]: tokens 2p, 2p + 1 (low 128 bits) and 2p + 4, 2p + 5 (high), rows 0-1 each.
-      const __m256 pairs[2] = {_mm256_unpacklo_ps(rows[0], rows[1]),
-                               _mm256_unpackhi_ps(rows[0], rows[1])};
-      for (int t = 0; t < count; ++t) {
-        const __m256 both = pairs[(t / 2) % 2];
-        const __m128 half = t < 4 ? _mm256_castps256_ps128(both) : _mm256_extractf128_ps(both, 1);
-        auto* at = reinterpret_cast<__m64*>(first + t * out_stride);
-        if (t % 2 == 0) {
-          _mm_storel_pi(at, half);
-        } else {
-          _mm_storeh_pi(at, half);
-        }
-      }
-      done = 2;
     }
     for (int r = done; r < kRows; ++r) {
       alignas(32) float values[8];

@@ -78,16 +78,15 @@ void MatMulI8Avx2ByteLanes(const Q8Activations& xq, int64_t num_tokens, const We
                            int64_t row_end) {
   const QuantRows rows(w);
   const Q8TokenLanes lanes = PackQ8TokenLanes(xq, num_tokens, kLanes, 0);
-  const int tokens = static_cast<int>(num_tokens);
-  auto tile = [&]<int kRows>(int64_t row) {
-    float results[kRows][kLanes];
-    LaneTile<kRows>(lanes, rows, row, results);
-    avx2_lanes::StoreLaneResults<kRows>(results, 0, tokens, bias, out, out_stride, row);
-  };
-  // 4-row tiles: 4 block-sum and 4 float accumulators; the rows left over one at a time.
-  int64_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) tile.template operator()<4>(r);
-  for (; r < row_end; ++r) tile.template operator()<1>(r);
+  // One group in one half: the walk's few-token tiles (4 block-sum and 4 float accumulators),
+  // the rows left over one at a time.
+  avx2_lanes::ForEachLaneTile<avx2_lanes::kFewTokenTileRows>(
+      lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
+      [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        float results[kRows][kLanes];
+        LaneTile<kRows>(lanes, rows, row, results);
+        avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
+      });
 }
 
 }  // namespace zinf::cpu

@@ -198,13 +198,13 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
           unpacked = UnpackRows(w, row, kRows);
           unpacked_row = row;
           unpacked_count = kRows;
-          // A call of at most 8 tokens (4-row tiles, one lane group) unpacks each row tile for a
+          // A call of at most 8 tokens (one lane group) unpacks each row tile for a
           // single tile, so UnpackRows is where its weights first arrive from DRAM (24% of a 1.1B
           // int4 8-sequence decode profile): the next tile's rows are requested into L2 now, to
           // arrive while this tile's products run. One core, 5632 × 2048 × 8 tokens from DRAM:
           // 80.8 → 85.4 GOP/s; 8-sequence decode, six alternating pairs, medians 1.1B 51.9 →
           // 53.9 and 110M 416.5 → 430.2 tok/s.
-          if (kRows == 4 && row + 2 * kRows <= row_end) {
+          if (kRows == avx2_lanes::kFewTokenTileRows && row + 2 * kRows <= row_end) {
             PrefetchRegionShare(w.row(row + kRows), kRows * w.row_bytes, 0, 1);
             PrefetchRegionShare(w.q4_params(row + kRows), kRows * w.groups * 4, 0, 1);
           }
