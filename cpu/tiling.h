@@ -62,8 +62,8 @@ int64_t ForEachStridedTile(int64_t row_begin, int64_t row_end, TileFn&& tile) {
 // Calls tile.template operator()<R, T>(row, token, row_step) for every tile covering rows
 // [row_begin, row_end) × tokens [0, num_tokens), the tile's rows being row, row + row_step, ….
 // A lone token uses kDecodeRows-row tiles (more independent rows hide FMA latency when there is
-// nothing else to reuse) a stride apart (ForEachStridedTile); rows left over go kRows, then one
-// at a time.
+// nothing else to reuse) a stride apart (ForEachStridedTile), then kDecodeRows consecutive ones;
+// rows left over go kRows, then one at a time.
 template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
 void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
                  TileFn&& tile) {
@@ -90,6 +90,10 @@ void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t
           row_begin, row_end, [&](int64_t first, int64_t step, bool) {
             tile.template operator()<kDecodeRows, 1>(first, t, step);
           });
+      // The strided tiles leave fewer than 2 · kDecodeRows rows; the narrow tiles' 2 rows are
+      // about half as fast a row for a lone token (~5% of 110M int4 decode's product time).
+      for (; r + kDecodeRows <= row_end; r += kDecodeRows)
+        tile.template operator()<kDecodeRows, 1>(r, t, 1);
     }
     for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
     for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
