@@ -382,8 +382,10 @@ void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weigh
     }
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
   };
-  // 2 rows × 4 tokens: the eight group sums reduce together into one register. One token: 8 rows.
-  ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile);
+  // Up to 5 tokens, each through the one-token tiles (8 rows); leftover rows in 2 × 4 tiles, whose
+  // eight group sums reduce together into one register.
+  ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile,
+                       kQ4Avx2LaneMinTokens - 1);
 }
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,

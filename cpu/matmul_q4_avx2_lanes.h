@@ -10,9 +10,12 @@
 
 namespace zinf::cpu {
 
-// The fewest tokens MatMulQ4Avx2Lanes is used for (fewer take the 2 × 4 tiles of
-// cpu/matmul_q4.cpp).
-inline constexpr int64_t kQ4Avx2LaneMinTokens = 8;
+// The fewest tokens MatMulQ4Avx2Lanes is used for; fewer go token by token through the one-token
+// tiles of cpu/matmul_q4.cpp. One Zen 4 core, 2048 × 2048 in L3, GOP/s, those tiles / the lanes:
+// groups of 32, 5 tokens 78 / 81, 6 tokens 78 / 96; groups of 128, 5 tokens 117 / 76, 6 tokens
+// 118 / 115 (from DRAM 100 / 96), 8 tokens 118 / 152. The 2 × 4 tiles had taken 2-7 tokens at
+// 22-123 GOP/s, 2, 3, 5, 6 and 7 tokens at a third to two thirds of the one-token rate.
+inline constexpr int64_t kQ4Avx2LaneMinTokens = 6;
 
 // out[t][r] for tokens [0, xa.tokens) and rows [row_begin, row_end), with the portable kernel's
 // bits: per group the exact int32 sum, acc = fma(float(sum), row scale × token scale, acc) and

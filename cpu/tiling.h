@@ -63,10 +63,13 @@ int64_t ForEachStridedTile(int64_t row_begin, int64_t row_end, TileFn&& tile) {
 // [row_begin, row_end) × tokens [0, num_tokens), the tile's rows being row, row + row_step, ….
 // A lone token uses kDecodeRows-row tiles (more independent rows hide FMA latency when there is
 // nothing else to reuse) a stride apart (ForEachStridedTile), then kDecodeRows consecutive ones;
-// rows left over go kRows, then one at a time.
+// rows left over go kRows, then one at a time. So do up to max_decode_tokens tokens, one after
+// another over each such tile, whose rows are still in L1 for the next token: the quantized
+// kernels' kRows × kTokens tiles read rows a pair at a time and reduce per block, so a call of 2
+// tokens ran at a third of one token's rate there.
 template <int kRows, int kTokens, int kDecodeRows, typename TileFn>
 void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t bytes_per_token,
-                 TileFn&& tile) {
+                 TileFn&& tile, int64_t max_decode_tokens = 1) {
   static_assert(kTokens >= 1 && kTokens <= 4, "leftover tiles cover at most 3 tokens");
   const int64_t block = std::max<int64_t>(
       kTokens, TokenBlockBytes() / std::max<int64_t>(bytes_per_token, 1) / kTokens * kTokens);
@@ -85,15 +88,16 @@ void ForEachTile(int64_t num_tokens, int64_t row_begin, int64_t row_end, int64_t
   for (int64_t t = 0; t < num_tokens; t += block) {
     const int64_t t_end = std::min(num_tokens, t + block);
     int64_t r = row_begin;
-    if (t_end - t == 1) {
+    if (t_end - t <= max_decode_tokens) {
+      auto each_token = [&](int64_t first, int64_t step) {
+        for (int64_t token = t; token < t_end; ++token)
+          tile.template operator()<kDecodeRows, 1>(first, token, step);
+      };
       r = ForEachStridedTile<kDecodeRows>(
-          row_begin, row_end, [&](int64_t first, int64_t step, bool) {
-            tile.template operator()<kDecodeRows, 1>(first, t, step);
-          });
+          row_begin, row_end, [&](int64_t first, int64_t step, bool) { each_token(first, step); });
       // The strided tiles leave fewer than 2 · kDecodeRows rows; the narrow tiles' 2 rows are
       // about half as fast a row for a lone token (~5% of 110M int4 decode's product time).
-      for (; r + kDecodeRows <= row_end; r += kDecodeRows)
-        tile.template operator()<kDecodeRows, 1>(r, t, 1);
+      for (; r + kDecodeRows <= row_end; r += kDecodeRows) each_token(r, 1);
     }
     for (; r + kRows <= row_end; r += kRows) row_group.template operator()<kRows>(r, t, t_end);
     for (; r < row_end; ++r) row_group.template operator()<1>(r, t, t_end);
