@@ -24,6 +24,11 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
                 int64_t row_end, CpuIsa isa = ActiveCpuIsa(), uint64_t x_version = 0,
                 const SharedActivations* shared = nullptr);
 
+// The most tokens a product with weights of `dtype` takes at `isa` through the lone token's
+// strided tiles (cpu/tiling.h), one token after another, so that its rows are read as those
+// tiles' streams (cpu/product_sequence.cpp reads ahead in the same order).
+int64_t OneTokenTileMaxTokens(DType dtype, CpuIsa isa);
+
 // A version no earlier call has had, process-wide.
 uint64_t NewActivationVersion();
 

@@ -18,6 +18,7 @@
 #include "cpu/matmul_i8_avx2_lanes.h"
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/matmul_q4.h"
+#include "cpu/matmul_q4_avx2_lanes.h"
 #include "cpu/q8_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx2.h"
@@ -168,6 +169,13 @@ void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, 
 #pragma GCC pop_options
 
 }  // namespace
+
+int64_t OneTokenTileMaxTokens(DType dtype, CpuIsa isa) {
+  if (isa != CpuIsa::kAvx2) return 1;
+  if (dtype == DType::kI8) return kI8Avx2LaneMinTokens - 1;
+  if (dtype == DType::kQ4) return kQ4Avx2LaneMinTokens - 1;
+  return 1;
+}
 
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                          const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,

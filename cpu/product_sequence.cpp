@@ -18,9 +18,9 @@ int64_t RowBytes(const Weight& w) {
                               : w.cols * static_cast<int64_t>(DTypeSize(w.dtype));
 }
 
-// Rows [from, to) of w. One token: the streams of ForEachStridedTile (tiling.h), a row of each
-// in turn, 16 of them in the AVX-512 int8 / int4 kernels and 8 in the float, AVX2 and portable
-// ones; more tokens: the rows in order.
+// Rows [from, to) of w. As many tokens as go through the lone token's tiles: the streams of
+// ForEachStridedTile (tiling.h), a row of each in turn, 16 of them in the AVX-512 int8 / int4
+// kernels and 8 in the float, AVX2 and portable ones; more tokens: the rows in order.
 ReadAheadSegment RowsSegment(const Weight& w, int64_t from, int64_t to, int64_t tokens,
                              CpuIsa isa) {
   const int streams = IsQuantized(w.dtype) && isa >= CpuIsa::kAvx512 ? 16 : 8;
@@ -28,7 +28,7 @@ ReadAheadSegment RowsSegment(const Weight& w, int64_t from, int64_t to, int64_t 
   const std::byte* first = static_cast<const std::byte*>(w.data) + from * row_bytes;
   const int64_t step = StridedTileStep(to - from, streams);
   const int64_t all = (to - from) * row_bytes;
-  if (tokens > 1 || step < 1) return {first, 0, 1, all, all};
+  if (tokens > OneTokenTileMaxTokens(w.dtype, isa) || step < 1) return {first, 0, 1, all, all};
   return {first, step * row_bytes, streams, step * row_bytes, row_bytes};
 }
 

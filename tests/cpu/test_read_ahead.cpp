@@ -141,6 +141,19 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
     CHECK(offsets[8 * lines_per_row] == row_bytes);
   }
 
+  SECTION(
+      "AVX2 int8, up to 7 tokens: the one-token tiles' 8 streams; 8 tokens: the rows in order") {
+    const int64_t lines_per_row = row_bytes / 64;
+    cpu::PlanReadAhead(next, 7, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
+    std::vector<int64_t> offsets = Lines(plan, q.data());
+    REQUIRE(offsets.size() == static_cast<size_t>(72 * lines_per_row));
+    for (int s = 0; s < 8; ++s) CHECK(offsets[s * lines_per_row] == 9 * s * row_bytes);
+    cpu::PlanReadAhead(next, 8, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
+    offsets = Lines(plan, q.data());
+    REQUIRE(offsets.size() == static_cast<size_t>(75 * lines_per_row));
+    CHECK(offsets[lines_per_row] == row_bytes);
+  }
+
   SECTION("a few tokens: the rows in order") {
     cpu::PlanReadAhead(next, 4, cpu::CpuIsa::kAvx512, 0.0, 0.5, 1 << 20, plan);  // q's rows 0..74
     std::vector<int64_t> offsets = Lines(plan, q.data());
