@@ -243,7 +243,7 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
               _mm256_add_epi16(pairs[r], _mm256_add_epi16(_mm256_maddubs_epi16(low, low_x),
                                                           _mm256_maddubs_epi16(high, high_x)));
           // Added step by step: GCC otherwise formed a block's 32 products first and spilled
-          // them (one core, 2048 × 768 × 8 tokens: 99 against 119 GOP/s).
+          // them (one core, 768 × 768 × 8 tokens: 99 against 119 GOP/s).
           asm("" : "+x"(pairs[r]));
         }
       }
@@ -267,7 +267,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
   if (xa.tokens <= 8) {
     // One lane group: each row tile serves one tile, so it is multiplied from its packed bytes
     // (an unpacked copy, stored and read back once, had been 24% of a 1.1B int4 8-sequence
-    // decode profile). One core, groups of 32, 8 tokens: 2048 × 768 in L2 104 → 119, 2048 ×
+    // decode profile). One core, groups of 32, 8 tokens: 768 × 768 in L2 104 → 119, 2048 ×
     // 2048 in L3 111 → 127, 5632 × 2048 from DRAM 87 → 96 GOP/s.
     struct ParamsTag;
     auto* params = reinterpret_cast<float*>(AlignedThreadScratch<ParamsTag>(
