@@ -369,22 +369,30 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
 template <int kBlocks>
 void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                         int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  if (xa.tokens >= kQ4Avx2LaneMinTokens)
-    return MatMulQ4Avx2Lanes<kBlocks>(xa, w, bias, out, out_stride, row_begin, row_end);
-  const float* quad_factors =
-      xa.tokens >= 4 ? PackFactorsByTokenGroup(xa, 0, xa.tokens, 4) : nullptr;
+  // A few tokens past whole lane halves (9, 17, 25 …) go through the one-token tiles in a pass of
+  // their own: a lane half for them costs most of a full one.
+  const int64_t past_halves = xa.tokens % 8;
+  const int64_t tail = xa.tokens > 8 && past_halves <= kQ4Avx2LaneTailMaxTokens ? past_halves : 0;
+  int64_t first_token = 0;
+  if (xa.tokens >= kQ4Avx2LaneMinTokens) {
+    first_token = xa.tokens - tail;
+    MatMulQ4Avx2Lanes<kBlocks>(xa, first_token, w, bias, out, out_stride, row_begin, row_end);
+    if (tail == 0) return;
+  }
+  const int64_t tokens = xa.tokens - first_token;
+  const float* quad_factors = tokens >= 4 ? PackFactorsByTokenGroup(xa, 0, xa.tokens, 4) : nullptr;
   auto tile = [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
     float results[kRows][kTokens];
     if constexpr (kRows == 8 && kTokens == 1) {
-      Q4DecodeTile<kBlocks>(xa, t, w, r, row_step, results);
+      Q4DecodeTile<kBlocks>(xa, first_token + t, w, r, row_step, results);
     } else {
-      Q4Tile<kRows, kTokens, kBlocks>(xa, t, w, r, row_step, quad_factors, results);
+      Q4Tile<kRows, kTokens, kBlocks>(xa, first_token + t, w, r, row_step, quad_factors, results);
     }
-    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, t, row_step);
+    StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, first_token + t, row_step);
   };
   // Up to 5 tokens, each through the one-token tiles (8 rows); leftover rows in 2 × 4 tiles, whose
   // eight group sums reduce together into one register.
-  ForEachTile<2, 4, 8>(xa.tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile,
+  ForEachTile<2, 4, 8>(tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile,
                        kQ4Avx2LaneMinTokens - 1);
 }
 

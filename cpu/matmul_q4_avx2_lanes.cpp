@@ -261,10 +261,11 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
 }  // namespace
 
 template <int kBlocks>
-void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                       int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, xa.tokens);
-  if (xa.tokens <= 8) {
+void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantRows& w,
+                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                       int64_t row_end) {
+  const Q8TokenLanes lanes = PackQ4TokenLanes(xa, 0, num_tokens);
+  if (num_tokens <= 8) {
     // One lane group: each row tile serves one tile, so it is multiplied from its packed bytes
     // (an unpacked copy, stored and read back once, had been 24% of a 1.1B int4 8-sequence
     // decode profile). One core, groups of 32, 8 tokens: 768 × 768 in L2 104 → 119, 2048 ×
@@ -273,7 +274,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
     auto* params = reinterpret_cast<float*>(AlignedThreadScratch<ParamsTag>(
         static_cast<size_t>(avx2_lanes::kFewTokenTileRows * w.groups * 2 * 4)));
     avx2_lanes::ForEachLaneTile<kTileRows>(
-        lanes, xa.tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
+        lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
         [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
           // The tile is where its rows first arrive from DRAM: the next tile's rows are
           // requested into L2 now, to arrive while this one's products run (one core, 5632 ×
@@ -294,7 +295,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
   int64_t unpacked_row = -1;
   int unpacked_count = 0;
   avx2_lanes::ForEachLaneTile<kTileRows>(
-      lanes, xa.tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
+      lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != unpacked_row || kRows != unpacked_count) {
           unpacked = UnpackRows(w, row, kRows);
@@ -308,11 +309,11 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight
       });
 }
 
-template void MatMulQ4Avx2Lanes<1>(const Q4Activations&, const QuantRows&, const Weight&, float*,
-                                   int64_t, int64_t, int64_t);
-template void MatMulQ4Avx2Lanes<2>(const Q4Activations&, const QuantRows&, const Weight&, float*,
-                                   int64_t, int64_t, int64_t);
-template void MatMulQ4Avx2Lanes<4>(const Q4Activations&, const QuantRows&, const Weight&, float*,
-                                   int64_t, int64_t, int64_t);
+template void MatMulQ4Avx2Lanes<1>(const Q4Activations&, int64_t, const QuantRows&, const Weight&,
+                                   float*, int64_t, int64_t, int64_t);
+template void MatMulQ4Avx2Lanes<2>(const Q4Activations&, int64_t, const QuantRows&, const Weight&,
+                                   float*, int64_t, int64_t, int64_t);
+template void MatMulQ4Avx2Lanes<4>(const Q4Activations&, int64_t, const QuantRows&, const Weight&,
+                                   float*, int64_t, int64_t, int64_t);
 
 }  // namespace zinf::cpu

@@ -17,12 +17,20 @@ namespace zinf::cpu {
 // 22-123 GOP/s, 2, 3, 5, 6 and 7 tokens at a third to two thirds of the one-token rate.
 inline constexpr int64_t kQ4Avx2LaneMinTokens = 6;
 
-// out[t][r] for tokens [0, xa.tokens) and rows [row_begin, row_end), with the portable kernel's
-// bits: per group the exact int32 sum, acc = fma(float(sum), row scale × token scale, acc) and
-// the minimums' own chain in group order, added at the end, plus the bias. kBlocks: the blocks
-// per group (1, 2 or 4; why a template argument: the tile's comment).
+// The most tokens past the last multiple of 8 that a call of more than 8 leaves to the one-token
+// tiles (a pass of their own over the weights) rather than to a lane half of their own. One Zen 4
+// core, 5632 × 2048 from DRAM, groups of 32, GOP/s in a lane half / the one-token tiles: 9 tokens
+// 65 / 98, 11 tokens 77 / 89, 17 tokens 83 / 112; 12 tokens 86 / 89 (groups of 128: 99 / 117);
+// 13 tokens 91 / 87.
+inline constexpr int64_t kQ4Avx2LaneTailMaxTokens = 4;
+
+// out[t][r] for tokens [0, num_tokens) of xa and rows [row_begin, row_end), with the portable
+// kernel's bits: per group the exact int32 sum, acc = fma(float(sum), row scale × token scale,
+// acc) and the minimums' own chain in group order, added at the end, plus the bias. kBlocks: the
+// blocks per group (1, 2 or 4; why a template argument: the tile's comment).
 template <int kBlocks>
-void MatMulQ4Avx2Lanes(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
-                       int64_t out_stride, int64_t row_begin, int64_t row_end);
+void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantRows& w,
+                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
+                       int64_t row_end);
 
 }  // namespace zinf::cpu

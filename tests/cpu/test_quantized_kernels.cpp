@@ -185,8 +185,9 @@ void CheckInt8MatMulLevel(cpu::CpuIsa isa) {
       const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
       // AVX-512: row-pair tiles to 8 tokens (8 rows to 4, 4 rows beyond), then token lanes (15 a
       // group); AMX from 5 tokens (16 a group); AVX2 lanes from 8 (8 alone: one half-width
-      // group, 4-row tiles); partial last groups.
-      for (int64_t tokens : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 40}) {
+      // group, 4-row tiles), 1-4 tokens past whole halves (9, 12, 17, 19) left to the one-token
+      // tiles; partial last groups.
+      for (int64_t tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 19, 31, 40}) {
         std::vector<float> x = RandomValues(tokens * cols, 43 + tokens);
         // Exact zeros, a whole zero block (scale 0) and extremes.
         for (int64_t i = 0; i < tokens * cols; i += 5) x[i] = 0.0f;
@@ -250,7 +251,7 @@ void CheckInt4MatMulLevel(cpu::CpuIsa isa) {
       const Weight biases[] = {{bias_f32.data(), DType::kF32, 1, rows, 0},
                                {bias_bf16.data(), DType::kBF16, 1, rows, 0}};
       for (const Weight& bias : biases) {
-        for (int64_t tokens : {1, 2, 3, 4, 6, 7, 8, 9, 17, 40}) {
+        for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17, 19, 40}) {
           std::vector<float> x = RandomValues(tokens * cols, 53 + tokens);
           x[tokens * cols - 1] = -50.0f;
           std::vector<float> portable(tokens * rows);
