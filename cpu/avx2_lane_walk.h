@@ -19,6 +19,14 @@ inline constexpr int kLanes = Q8TokenLanes::kLanes;
 // The rows of a tile in a call of at most 8 tokens (one half-width group): 4 fit the registers.
 inline constexpr int kFewTokenTileRows = 4;
 
+// How many of a call's num_tokens, those past its last whole lane half (8 tokens), the kernels
+// leave to the one-token tiles in a pass of their own: 1..max_tail of them in a call of more than
+// 8 (a lane half for a few tokens costs most of a full one), else none.
+inline int64_t OneTokenTail(int64_t num_tokens, int64_t max_tail) {
+  const int64_t past_halves = num_tokens % 8;
+  return num_tokens > 8 && past_halves <= max_tail ? past_halves : 0;
+}
+
 // Calls tile.template operator()<kRows, kHalves>(row, group, tokens) for every tile of rows
 // [row_begin, row_end) × the lane groups of `lanes` (num_tokens tokens; Q8TokenLanes or
 // I16TokenLanes): kTileRows rows, then one at a time, the groups in blocks that stay in L2

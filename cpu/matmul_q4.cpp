@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "cpu/avx2_lane_walk.h"
 #include "cpu/dot.h"
 #include "cpu/matmul_q4_amx.h"
 #include "cpu/matmul_q4_avx2_lanes.h"
@@ -369,10 +370,8 @@ void Q4DecodeTile(const Q4Activations& xa, int64_t token, const QuantRows& w, in
 template <int kBlocks>
 void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,
                         int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  // A few tokens past whole lane halves (9, 17, 25 …) go through the one-token tiles in a pass of
-  // their own: a lane half for them costs most of a full one.
-  const int64_t past_halves = xa.tokens % 8;
-  const int64_t tail = xa.tokens > 8 && past_halves <= kQ4Avx2LaneTailMaxTokens ? past_halves : 0;
+  // A few tokens past whole lane halves (9, 17, 25 …) go through the one-token tiles below.
+  const int64_t tail = avx2_lanes::OneTokenTail(xa.tokens, kQ4Avx2LaneTailMaxTokens);
   int64_t first_token = 0;
   if (xa.tokens >= kQ4Avx2LaneMinTokens) {
     first_token = xa.tokens - tail;
@@ -390,8 +389,8 @@ void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weigh
     }
     StoreTile<kRows, kTokens>(results, bias, out, out_stride, r, first_token + t, row_step);
   };
-  // Up to 5 tokens, each through the one-token tiles (8 rows); leftover rows in 2 × 4 tiles, whose
-  // eight group sums reduce together into one register.
+  // Up to 5 tokens (or the tail), each through the one-token tiles (8 rows); leftover rows in
+  // 2 × 4 tiles, whose eight group sums reduce together into one register.
   ForEachTile<2, 4, 8>(tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile,
                        kQ4Avx2LaneMinTokens - 1);
 }

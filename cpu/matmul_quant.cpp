@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cpu/avx2_lane_walk.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_i8_amx.h"
 #include "cpu/matmul_i8_avx2_lanes.h"
@@ -149,10 +150,8 @@ inline void I8Tile(const Q8Activations& xq, int64_t token, const QuantRows& w, i
 
 void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, const Weight& bias,
                   float* out, int64_t out_stride, int64_t row_begin, int64_t row_end) {
-  // A few tokens past whole lane halves (9, 17, 25 …) go through the one-token tiles in a pass of
-  // their own: a lane half for them costs most of a full one.
-  const int64_t past_halves = num_tokens % 8;
-  const int64_t tail = num_tokens > 8 && past_halves <= kI8Avx2LaneTailMaxTokens ? past_halves : 0;
+  // A few tokens past whole lane halves (9, 17, 25 …) go through the one-token tiles below.
+  const int64_t tail = avx2_lanes::OneTokenTail(num_tokens, kI8Avx2LaneTailMaxTokens);
   int64_t first_token = 0;
   if (num_tokens >= kI8Avx2LaneMinTokens) {
     first_token = num_tokens - tail;
