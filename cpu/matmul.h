@@ -26,7 +26,8 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
 
 // The most tokens a product with weights of `dtype` takes at `isa` through the lone token's
 // strided tiles (cpu/tiling.h), one token after another, so that its rows are read as those
-// tiles' streams (cpu/product_sequence.cpp reads ahead in the same order).
+// tiles' streams (cpu/product_sequence.cpp reads ahead in the same order). The AVX2 kernels'
+// walks ask it too, so the two cannot disagree.
 int64_t OneTokenTileMaxTokens(DType dtype, CpuIsa isa);
 
 // A version no earlier call has had, process-wide.

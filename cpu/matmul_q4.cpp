@@ -392,7 +392,7 @@ void MatMulQ4Avx2Blocks(const Q4Activations& xa, const QuantRows& w, const Weigh
   // Up to 5 tokens (or the tail), each through the one-token tiles (8 rows); leftover rows in
   // 2 × 4 tiles, whose eight group sums reduce together into one register.
   ForEachTile<2, 4, 8>(tokens, row_begin, row_end, xa.groups * xa.group_size + 8, tile,
-                       kQ4Avx2LaneMinTokens - 1);
+                       OneTokenTileMaxTokens(DType::kQ4, CpuIsa::kAvx2));
 }
 
 void MatMulQ4Avx2(const Q4Activations& xa, const QuantRows& w, const Weight& bias, float* out,

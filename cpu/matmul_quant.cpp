@@ -169,7 +169,8 @@ void MatMulI8Avx2(const Q8Activations& xq, int64_t num_tokens, const Weight& w, 
   // 71 GOP/s; 5632 × 2048 from DRAM 20 vs 52), so 2 sequences decoded slower than one (1.1B:
   // 17 vs 25 tok/s). Leftover rows go in 2 × 4 tiles, whose eight block sums reduce together.
   ForEachTile<2, 4, 8>(num_tokens - first_token, row_begin, row_end,
-                       xq.blocks * (kQ8BlockElements + 4), tile, kI8Avx2LaneMinTokens - 1);
+                       xq.blocks * (kQ8BlockElements + 4), tile,
+                       OneTokenTileMaxTokens(DType::kI8, CpuIsa::kAvx2));
 }
 
 #pragma GCC pop_options
