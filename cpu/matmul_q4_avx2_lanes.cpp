@@ -258,6 +258,14 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
 
 #pragma GCC pop_options
 
+// Asks for the `rows` rows after row tile [row, row + rows), values and parameters, into L2, when
+// a whole tile of them lies before row_end.
+void RequestNextTile(const QuantRows& w, int64_t row, int rows, int64_t row_end) {
+  if (row + 2 * rows > row_end) return;
+  PrefetchRegionShare(w.row(row + rows), rows * w.row_bytes, 0, 1);
+  PrefetchRegionShare(w.q4_params(row + rows), rows * w.groups * 4, 0, 1);
+}
+
 }  // namespace
 
 template <int kBlocks>
@@ -279,10 +287,7 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantR
           // The tile is where its rows first arrive from DRAM: the next tile's rows are
           // requested into L2 now, to arrive while this one's products run (one core, 5632 ×
           // 2048 × 8 tokens from DRAM: 94 → 107 GOP/s).
-          if (kRows == avx2_lanes::kFewTokenTileRows && row + 2 * kRows <= row_end) {
-            PrefetchRegionShare(w.row(row + kRows), kRows * w.row_bytes, 0, 1);
-            PrefetchRegionShare(w.q4_params(row + kRows), kRows * w.groups * 4, 0, 1);
-          }
+          if (kRows == avx2_lanes::kFewTokenTileRows) RequestNextTile(w, row, kRows, row_end);
           for (int r = 0; r < kRows; ++r) WidenParams(w, row + r, params + r * w.groups * 2);
           float results[kRows][kLanes];
           PackedFewTokenTile<kRows, kBlocks>(lanes, tokens, xa, w, row, params, results);
@@ -298,6 +303,9 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantR
       lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         if (row != unpacked_row || kRows != unpacked_count) {
+          // As in the int8 lanes: the next tile's rows are requested into L2 while this one
+          // computes (one core, 5632 × 2048 × 128 from DRAM, groups of 32: 151.2 → 153.4 GOP/s).
+          RequestNextTile(w, row, kRows, row_end);
           unpacked = UnpackRows(w, row, kRows);
           unpacked_row = row;
           unpacked_count = kRows;
