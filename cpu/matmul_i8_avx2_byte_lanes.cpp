@@ -1,7 +1,10 @@
 // MatMulI8Avx2ByteLanes: the activations in the token-lane layout (cpu/q8_token_lanes.h, no
-// bias), one 256-bit half holding the (at most 8) tokens' next 4 values. A row's weight dword is broadcast
-// against them: maddubs of |w| with x · sign(w) (the sign trick, exact for −128 weights too) and
-// madd leave each token's 4 products' sum in its lane, and 8 such steps its block sum.
+// bias), one 256-bit half holding the (at most 8) tokens' next 4 values. A row's weight dword is
+// broadcast against them: maddubs of |x| with w · sign(x) (the sign trick, |x| once per step for
+// all the tile's rows) and madd leave each token's 4 products' sum in its lane, and 8 such steps
+// its block sum. w · sign(x) wraps for a weight of −128 (zinf's quantizer writes −127..127, other
+// writers may not), so a tile that meets one is done again as maddubs of |w| with x · sign(w),
+// exact for every int8 (x is −127..127), at one more multiplier-port instruction per step.
 #include "cpu/matmul_i8_avx2_byte_lanes.h"
 
 #include <immintrin.h>
@@ -23,11 +26,13 @@ using avx2_lanes::kLanes;
 #pragma GCC target("avx2,fma,f16c")
 
 // Rows [row, row + kRows) × the (at most 8) tokens in the low halves of `lanes`' one group:
-// results[r][t] before the bias.
-template <int kRows>
-void LaneTile(const Q8TokenLanes& lanes, const QuantRows& w, int64_t row,
+// results[r][t] before the bias. kSignOnWeights: the sign trick with |x| (false when a weight was
+// −128: the results are then wrong and are computed again with kSignOnWeights false).
+template <int kRows, bool kSignOnWeights>
+bool LaneTile(const Q8TokenLanes& lanes, const QuantRows& w, int64_t row,
               float (&results)[kRows][kLanes]) {
   const __m256i ones = _mm256_set1_epi16(1);
+  __m256i lowest = _mm256_setzero_si256();  // the smallest weight seen, per byte
   const int64_t whole = w.cols / kQ8BlockElements;
   __m256 acc[kRows][1];
   avx2_lanes::SetZero(acc);
@@ -45,6 +50,12 @@ void LaneTile(const Q8TokenLanes& lanes, const QuantRows& w, int64_t row,
         weights[r] = padded[r];
       }
     }
+    if constexpr (kSignOnWeights) {
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r)
+        lowest = _mm256_min_epi8(lowest,
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(weights[r])));
+    }
     const auto* x = reinterpret_cast<const __m256i*>(lanes.block(0, b));
     __m256i sums[kRows][1];
     // Two steps at a time: all eight unrolled, GCC spilled the block sums and accumulators (one
@@ -52,13 +63,16 @@ void LaneTile(const Q8TokenLanes& lanes, const QuantRows& w, int64_t row,
 #pragma GCC unroll 2
     for (int k = 0; k < 8; ++k) {
       const __m256i low = _mm256_load_si256(x + 2 * k);
+      const __m256i magnitudes = _mm256_abs_epi8(low);
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         int32_t dword;
         std::memcpy(&dword, weights[r] + 4 * k, 4);
         const __m256i wv = _mm256_set1_epi32(dword);
         const __m256i products = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(low, wv)), ones);
+            kSignOnWeights ? _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(wv, low))
+                           : _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(low, wv)),
+            ones);
         sums[r][0] = k == 0 ? products : _mm256_add_epi32(sums[r][0], products);
       }
     }
@@ -67,6 +81,8 @@ void LaneTile(const Q8TokenLanes& lanes, const QuantRows& w, int64_t row,
   float row_scales[kRows];
   for (int r = 0; r < kRows; ++r) row_scales[r] = w.i8_scale(row + r);
   avx2_lanes::StoreScaledRows(acc, row_scales, results);
+  return !kSignOnWeights ||
+         _mm256_movemask_epi8(_mm256_cmpeq_epi8(lowest, _mm256_set1_epi8(-128))) == 0;
 }
 
 #pragma GCC pop_options
@@ -84,7 +100,8 @@ void MatMulI8Avx2ByteLanes(const Q8Activations& xq, int64_t num_tokens, const We
       lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         float results[kRows][kLanes];
-        LaneTile<kRows>(lanes, rows, row, results);
+        if (!LaneTile<kRows, true>(lanes, rows, row, results))
+          LaneTile<kRows, false>(lanes, rows, row, results);
         avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
       });
 }
