@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "cpu/avx2_lane_walk.h"
+#include "cpu/prefetch_region.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "engine/quantized.h"
@@ -99,6 +100,12 @@ void MatMulI8Avx2ByteLanes(const Q8Activations& xq, int64_t num_tokens, const We
   avx2_lanes::ForEachLaneTile<avx2_lanes::kFewTokenTileRows>(
       lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        // The tile is where its rows arrive from DRAM, and rows of a few hundred bytes are too
+        // short for the hardware's stream prefetchers: the next tile's are requested into L2 now
+        // (one core, 2048 × 768 × 8 tokens from DRAM 57.6 → 82.9 GOP/s; 110M int8 decode of 8
+        // sequences 434-467 → 552-587 tok/s, 1.1B 65-68 → 68-71).
+        if (kRows == avx2_lanes::kFewTokenTileRows && row + 2 * kRows <= row_end)
+          PrefetchRegionShare(rows.row(row + kRows), kRows * rows.row_bytes, 0, 1);
         float results[kRows][kLanes];
         if (!LaneTile<kRows, true>(lanes, rows, row, results))
           LaneTile<kRows, false>(lanes, rows, row, results);
