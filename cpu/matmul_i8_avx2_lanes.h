@@ -10,9 +10,10 @@
 namespace zinf::cpu {
 
 // The fewest tokens MatMulI8Avx2Lanes is used for; fewer go token by token through the one-token
-// tiles of cpu/matmul_quant.cpp (one Zen 4 core, 2048 × 2048 in L3: 7 tokens 71 GOP/s there, 74 in
-// the byte lanes; 8 tokens 84 / 85).
-inline constexpr int64_t kI8Avx2LaneMinTokens = 8;
+// tiles of cpu/matmul_quant.cpp. One Zen 4 core, 2048 × 2048 in L3, GOP/s there / in the byte
+// lanes: 7 tokens 72 / 87, 6 tokens 73 / 76 (but from DRAM 64 / 57); 1.1B and 110M int8 decode of
+// 7 sequences 12-13% faster in the byte lanes.
+inline constexpr int64_t kI8Avx2LaneMinTokens = 7;
 
 // The most tokens past the last multiple of 8 that a call of more than 8 leaves to the one-token
 // tiles (a pass of their own over the weights) rather than to a lane half of their own. One Zen 4

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "cpu/matmul.h"
 #include "cpu/product_sequence.h"
 #include "cpu/read_ahead.h"
 #include "cpu/thread_pool.h"
@@ -141,14 +142,16 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
     CHECK(offsets[8 * lines_per_row] == row_bytes);
   }
 
-  SECTION(
-      "AVX2 int8, up to 7 tokens: the one-token tiles' 8 streams; 8 tokens: the rows in order") {
+  SECTION("AVX2 int8, up to the one-token tiles' tokens: their 8 streams; one more: the rows in "
+          "order") {
     const int64_t lines_per_row = row_bytes / 64;
-    cpu::PlanReadAhead(next, 7, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
+    const int64_t most = cpu::OneTokenTileMaxTokens(DType::kI8, cpu::CpuIsa::kAvx2);
+    REQUIRE(most > 1);
+    cpu::PlanReadAhead(next, most, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
     std::vector<int64_t> offsets = Lines(plan, q.data());
     REQUIRE(offsets.size() == static_cast<size_t>(72 * lines_per_row));
     for (int s = 0; s < 8; ++s) CHECK(offsets[s * lines_per_row] == 9 * s * row_bytes);
-    cpu::PlanReadAhead(next, 8, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
+    cpu::PlanReadAhead(next, most + 1, cpu::CpuIsa::kAvx2, 0.0, 0.5, 1 << 20, plan);
     offsets = Lines(plan, q.data());
     REQUIRE(offsets.size() == static_cast<size_t>(75 * lines_per_row));
     CHECK(offsets[lines_per_row] == row_bytes);
