@@ -258,12 +258,12 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
 
 #pragma GCC pop_options
 
-// Asks for the `rows` rows after row tile [row, row + rows), values and parameters, into L2, when
-// a whole tile of them lies before row_end.
-void RequestNextTile(const QuantRows& w, int64_t row, int rows, int64_t row_end) {
-  if (row + 2 * rows > row_end) return;
-  PrefetchRegionShare(w.row(row + rows), rows * w.row_bytes, 0, 1);
-  PrefetchRegionShare(w.q4_params(row + rows), rows * w.groups * 4, 0, 1);
+// avx2_lanes::RequestNextRows for the rows' parameters too (always inlined, for the same reason).
+inline __attribute__((always_inline)) void RequestNextTile(const QuantRows& w, int64_t row,
+                                                           int rows, int64_t row_end) {
+  avx2_lanes::RequestNextRows(w, row, rows, row_end);
+  if (row + 2 * rows <= row_end)
+    PrefetchRegionShare(w.q4_params(row + rows), rows * w.groups * 4, 0, 1);
 }
 
 }  // namespace
