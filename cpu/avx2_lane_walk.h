@@ -30,12 +30,15 @@ inline int64_t OneTokenTail(int64_t num_tokens, int64_t max_tail) {
 }
 
 // Asks for the `rows` rows after row tile [row, row + rows) into L2, when a whole tile of them
-// lies before row_end: a tile is where its rows arrive from DRAM, so the next tile's are requested
-// while this one computes. Always inlined: GCC takes a call whose only effect is a prefetch for one
-// without effects and deletes it (so the int4 lanes had lost theirs from b2a77e6 to the fix).
-inline __attribute__((always_inline)) void RequestNextRows(const QuantRows& w, int64_t row,
+// lies before row_end (returned): a tile is where its rows arrive from DRAM, so the next tile's are
+// requested while this one computes. Always inlined: GCC takes a call whose only effect is a
+// prefetch for one without effects and deletes it (so the int4 lanes had lost theirs from b2a77e6
+// to the fix).
+inline __attribute__((always_inline)) bool RequestNextRows(const QuantRows& w, int64_t row,
                                                            int rows, int64_t row_end) {
-  if (row + 2 * rows <= row_end) PrefetchRegionShare(w.row(row + rows), rows * w.row_bytes, 0, 1);
+  if (row + 2 * rows > row_end) return false;
+  PrefetchRegionShare(w.row(row + rows), rows * w.row_bytes, 0, 1);
+  return true;
 }
 
 // Calls tile.template operator()<kRows, kHalves>(row, group, tokens) for every tile of rows

@@ -261,8 +261,7 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
 // avx2_lanes::RequestNextRows for the rows' parameters too (always inlined, for the same reason).
 inline __attribute__((always_inline)) void RequestNextTile(const QuantRows& w, int64_t row,
                                                            int rows, int64_t row_end) {
-  avx2_lanes::RequestNextRows(w, row, rows, row_end);
-  if (row + 2 * rows <= row_end)
+  if (avx2_lanes::RequestNextRows(w, row, rows, row_end))
     PrefetchRegionShare(w.q4_params(row + rows), rows * w.groups * 4, 0, 1);
 }
 
