@@ -11,6 +11,7 @@
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_avx512.h"
+#include "cpu/matmul_float_panels_avx2.h"
 #include "engine/dtype.h"
 #include "tests/cpu/float_matrix.h"
 #include "tests/cpu/isa_levels.h"
@@ -37,7 +38,8 @@ struct MatMulCase {
 template <typename Check>
 void ForEachMatMulCase(Check check) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t cols : {1, 7, 8, 13, 64, 100, 773, 2053, 5632}) {  // the last two in spans (f32)
+    // The last two in spans (f32, AVX-512); 61 in unequal chunks (AVX2 panel walk, pinned).
+    for (int64_t cols : {1, 7, 8, 13, 61, 64, 100, 773, 2053, 5632}) {
       // Split 5 + 41: a lone token's 8-row tiles 5 rows apart and one row left; 3-row tiles with
       // and without leftovers.
       const int64_t rows = 46;
@@ -88,6 +90,20 @@ TEST_CASE("float matmul: the portable kernel agrees with a float64 product") {
 
 TEST_CASE("float matmul: the AVX2 kernel equals the portable one bit for bit", "[avx2]") {
   CheckMatMulLevel(cpu::CpuIsa::kAvx2);
+}
+
+TEST_CASE("float matmul: the AVX2 panel walk equals the portable kernel in any shape", "[avx2]") {
+  // Chunks of 2 to 4 steps (61 columns: 3 + 3 + 1 and 4 + 3), blocks of 8 and 4 tokens (12, 13
+  // and 27 tokens in several, some ending part full), panels of 6 and 3 rows (41 rows: single
+  // rows left at the end; 5 rows: one tile and two single rows).
+  for (const cpu::FloatPanelShape shape :
+       {cpu::FloatPanelShape{16, 8, 6}, cpu::FloatPanelShape{24, 4, 3}}) {
+    INFO("chunk " << shape.chunk_columns << " block " << shape.block_tokens << " panel "
+                  << shape.panel_rows);
+    cpu::PinFloatPanelShape(shape);
+    CheckMatMulLevel(cpu::CpuIsa::kAvx2);
+  }
+  cpu::PinFloatPanelShape(std::nullopt);
 }
 
 TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
