@@ -119,10 +119,10 @@ template <DType kDType>
 void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end) {
-  // Up to 7 tokens (more take the panel walk): 3 rows × 4 tokens is 12 accumulators + 3 weight vectors + 1 activation vector,
-  // exactly the 16 ymm registers (4 × 3 spilled one). One token: 8 independent rows, 8 streams
-  // for the hardware prefetchers (1.1B-shape f32 decode on an Emerald Rapids guest: 7.2 tok/s
-  // with 8, 6.5 with 4, 5.9 with 12).
+  // 2 to 7 tokens (8 or more take the panel walk): 3 rows × 4 tokens is 12 accumulators + 3
+  // weight vectors + 1 activation vector, exactly the 16 ymm registers (4 × 3 spilled one). One
+  // token: 8 independent rows, 8 streams for the hardware prefetchers (1.1B-shape f32 decode on
+  // an Emerald Rapids guest: 7.2 tok/s with 8, 6.5 with 4, 5.9 with 12).
   if (num_tokens >= kFloatPanelMinTokens) {
     MatMulFloatAvx2Panels(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
     return;
