@@ -119,17 +119,16 @@ template <DType kDType>
 void MatMulRowsAvx2(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                     const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                     int64_t row_end) {
-  // 2 to 7 tokens (8 or more take the panel walk): 3 rows × 4 tokens is 12 accumulators + 3
-  // weight vectors + 1 activation vector, exactly the 16 ymm registers (4 × 3 spilled one). One
-  // token: 8 independent rows, 8 streams for the hardware prefetchers (1.1B-shape f32 decode on
-  // an Emerald Rapids guest: 7.2 tok/s with 8, 6.5 with 4, 5.9 with 12).
+  // Several tokens take the panel walk. One token: 8 independent rows, 8 streams for the
+  // hardware prefetchers (1.1B-shape f32 decode on an Emerald Rapids guest: 7.2 tok/s with 8,
+  // 6.5 with 4, 5.9 with 12); rows left over in tiles of 3 and 1.
   if (num_tokens >= kFloatPanelMinTokens) {
     MatMulFloatAvx2Panels(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end);
     return;
   }
   const int64_t body = w.cols / 8 * 8;
   const bool prefetch_next_tile = PrefetchNextTile(kDType, num_tokens);
-  ForEachTile<3, 4, 8>(num_tokens, row_begin, row_end, w.cols * 4,
+  ForEachTile<3, 1, 8>(num_tokens, row_begin, row_end, w.cols * 4,
                        [&]<int kRows, int kTokens>(int64_t r, int64_t t, int64_t row_step) {
                          float results[kRows][kTokens];
                          DotTile<kDType, kRows, kTokens>(x + t * x_stride, x_stride, w, r, row_step,

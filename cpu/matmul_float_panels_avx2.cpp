@@ -18,6 +18,7 @@
 
 #include "cpu/dot.h"
 #include "cpu/matmul.h"
+#include "cpu/prefetch_region.h"
 #include "cpu/tiling.h"
 #include "cpu/weights_avx2.h"
 #include "engine/error.h"
@@ -96,6 +97,7 @@ void MatMulPanels(const float* x, int64_t x_stride, int64_t num_tokens, const We
                   const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                   int64_t row_end) {
   const FloatPanelShape shape = ActiveFloatPanelShape();
+  constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
   const int64_t body = w.cols / 8 * 8, steps = body / 8;
   // Chunks of chunk_columns to twice as many, all alike: rows of 768 floats in one chunk, not
   // 512 + 256 (2048 × 768 × 512 tokens 67.5 → 69.2 GOP/s, 768 × 768 72.0 → 75.4).
@@ -123,7 +125,26 @@ void MatMulPanels(const float* x, int64_t x_stride, int64_t num_tokens, const We
       for (int64_t s0 = 0; s0 == 0 || s0 < steps; s0 += chunk_steps) {
         const int64_t s1 = std::min(steps, s0 + chunk_steps);
         each_row_tile([&]<int kRows>(int64_t r, int64_t i) {
+          // Rows in several chunks are read a chunk at a time, a piece of each row 2-11 KiB
+          // apart, which the hardware prefetchers do not follow: the walk's next tile (the
+          // panel's next rows, else its first rows' next chunk, else the next panel's first) is
+          // requested into L2 a share per token tile. One Zen 4 core from DRAM, 5632 × 2048:
+          // 8 tokens 37.7 → 45.6 GOP/s, 16 tokens 52.2 → 61.5; 128 tokens level. Rows in one
+          // chunk are read in order, and the requests only cost there (8 tokens of 768: 69 → 65).
+          int64_t next_row = r + kRows, next_s0 = s0, next_s1 = s1;
+          if (next_row >= p1) {
+            next_row = s1 < steps ? p0 : p1;
+            next_s0 = s1 < steps ? s1 : 0;
+            next_s1 = std::min(steps, next_s0 + chunk_steps);
+          }
+          const int next_rows = static_cast<int>(std::min<int64_t>(kTileRows, row_end - next_row));
           for (int64_t j = 0; j < tiles; ++j) {
+            if (chunks > 1) {
+              for (int q = 0; q < next_rows; ++q)
+                PrefetchRegionShare(static_cast<const char*>(w.data) +
+                                        ((next_row + q) * w.cols + 8 * next_s0) * kElementBytes,
+                                    (next_s1 - next_s0) * 8 * kElementBytes, j, tiles);
+            }
             const int count = static_cast<int>(std::min<int64_t>(4, tokens - kTileTokens * j));
             ChunkTileTokens<kDType, kRows>(count, packed + j * steps * 32, w, r, s0, s1, s0 == 0,
                                            sums + (i * tiles + j) * kTileFloats);
