@@ -1,6 +1,6 @@
-// The AVX2 float kernels' walk for many tokens: the product in column chunks over panels of rows,
-// so that a tile's weights stay in L1 while the tokens pass over them and the tokens' chunk in L2
-// while the panel's rows pass over it, with the portable kernel's arithmetic (cpu/matmul.cpp).
+// The AVX2 float kernels' walk for several tokens: the product in column chunks over panels of
+// rows, so that a tile's weights stay in L1 while the tokens pass over them and the tokens' chunk
+// in L2 while the panel's rows pass over it, with the portable kernel's arithmetic (cpu/matmul.cpp).
 #pragma once
 
 #include <cstdint>
