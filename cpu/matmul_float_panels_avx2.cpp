@@ -152,14 +152,15 @@ void MatMulPanels(const float* x, int64_t x_stride, int64_t num_tokens, const We
         });
       }
       each_row_tile([&]<int kRows>(int64_t r, int64_t i) {
+        float biases[kRows];
+        for (int q = 0; q < kRows; ++q) biases[q] = bias ? WeightValue(bias, r + q) : 0.0f;
         for (int64_t token = t0; token < t0 + tokens; ++token) {
           const int64_t j = (token - t0) / kTileTokens, t = (token - t0) % kTileTokens;
           const float* lanes = sums + (i * tiles + j) * kTileFloats + t * kRows * 8;
           for (int q = 0; q < kRows; ++q) {
-            const float b = bias ? WeightValue(bias, r + q) : 0.0f;
             const float dot =
                 AddDotTail(ReduceLanes(lanes + q * 8), x + token * x_stride, w, r + q, body);
-            out[token * out_stride + r + q] = dot + b;
+            out[token * out_stride + r + q] = dot + biases[q];
           }
         }
       });
@@ -173,7 +174,8 @@ void MatMulPanels(const float* x, int64_t x_stride, int64_t num_tokens, const We
 
 FloatPanelShape ActiveFloatPanelShape() {
   if (shape_pinned.load(std::memory_order_acquire)) return pinned_shape;
-  // The block: as many tokens as TokenBlockBytes holds of one chunk each (192 on a 1 MiB L2).
+  // The block: as many tokens as TokenBlockBytes holds of kChunkColumns floats each (192 on a
+  // 1 MiB L2; a row cut into longer chunks, up to twice as long, overfills it by as much).
   static const FloatPanelShape sized{
       kChunkColumns,
       std::max<int64_t>(kTileTokens,
