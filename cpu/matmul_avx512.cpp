@@ -32,10 +32,6 @@ constexpr int kPairChunksAhead = 4;
 // (1.1B shape: 6% slower) where smaller ones gained (110M: 4%). A lone pair tile's products (up to
 // 8 tokens: few pairs to evict) ask for the next group whatever its size (RunRowGroup).
 constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
-// Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
-// (cpu/tiling.h's TokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
-// prefill 1.05x faster than with 768 KiB, 110M unchanged.
-constexpr int64_t kPairBlockBytes = int64_t{1280} << 10;
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
@@ -322,23 +318,23 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
 template <DType kDType, DType kLoad>
 void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                 int64_t row_end, uint64_t x_version, int64_t span_bytes) {
+                 int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
   const int64_t chunks = w.cols / 8;
   const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
   // Pairs in blocks that stay in L2 while every row tile passes over them.
   const int64_t block = std::max<int64_t>(
-      kTilePairs, kPairBlockBytes / std::max<int64_t>(chunks * 64, 1) / kTilePairs * kTilePairs);
+      kTilePairs, tiling.block_bytes / std::max<int64_t>(chunks * 64, 1) / kTilePairs * kTilePairs);
   for (int64_t pair_begin = 0; pair_begin < pairs; pair_begin += block) {
     const int64_t pair_end = std::min(pairs, pair_begin + block);
     int64_t r = row_begin;
     for (; r + kTileRows <= row_end; r += kTileRows) {
       RunRowGroup<kDType, kLoad, kTileRows>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                            out_stride, r, pair_begin, pair_end, span_bytes);
+                                            out_stride, r, pair_begin, pair_end, tiling.span_bytes);
     }
     for (; r < row_end; ++r) {
       RunRowGroup<kDType, kLoad, 1>(x, x_stride, num_tokens, packed, chunks, w, bias, out,
-                                    out_stride, r, pair_begin, pair_end, span_bytes);
+                                    out_stride, r, pair_begin, pair_end, tiling.span_bytes);
     }
   }
 }
@@ -351,11 +347,11 @@ void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, cons
   if constexpr (kDType != DType::kF32) {
     if (kDType == DType::kF16 ? tiling.widen_f16 : tiling.widen_bf16) {
       return MatMulPairs<kDType, DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                              row_begin, row_end, x_version, tiling.span_bytes);
+                                              row_begin, row_end, x_version, tiling);
     }
   }
   MatMulPairs<kDType, kDType>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                              x_version, tiling.span_bytes);
+                              x_version, tiling);
 }
 
 #pragma GCC diagnostic pop

@@ -21,6 +21,10 @@ struct PairTiling {
   int64_t span_bytes = int64_t{16} << 10;
   bool widen_f16 = false;   // f16 rows widened to f32 a span at a time, not in every tile
   bool widen_bf16 = false;  // the same for bf16
+  // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
+  // (cpu/tiling.h's TokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
+  // prefill 1.05x faster than with 768 KiB, 110M unchanged.
+  int64_t block_bytes = int64_t{1280} << 10;
 };
 
 // The tiling products use: pinned by PinPairTiling, else measured once per process.

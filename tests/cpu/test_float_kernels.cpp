@@ -107,12 +107,16 @@ TEST_CASE("float matmul: the AVX2 panel walk equals the portable kernel in any s
 }
 
 TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
-  // Every tiling the start-up measurement can pick, and 4 KiB spans (several even in short rows).
+  // Every tiling the start-up measurement can pick, and 4 KiB spans (several even in short rows),
+  // in the default blocks and in blocks of 4 pairs (27 tokens in 4).
   for (const int64_t span_bytes : {int64_t{16} << 10, int64_t{0}, int64_t{4} << 10}) {
     for (const bool widen : {false, true}) {
-      INFO("span bytes " << span_bytes << (widen ? ", f16/bf16 widened" : ", converted per tile"));
-      cpu::PinPairTiling(cpu::PairTiling{span_bytes, widen, widen});
-      CheckMatMulLevel(cpu::CpuIsa::kAvx512);
+      for (const int64_t block_bytes : {cpu::PairTiling{}.block_bytes, int64_t{64}}) {
+        INFO("span bytes " << span_bytes << (widen ? ", f16/bf16 widened" : ", converted per tile")
+                           << ", blocks of " << block_bytes << " bytes");
+        cpu::PinPairTiling(cpu::PairTiling{span_bytes, widen, widen, block_bytes});
+        CheckMatMulLevel(cpu::CpuIsa::kAvx512);
+      }
     }
   }
   cpu::PinPairTiling(std::nullopt);
