@@ -9,10 +9,10 @@
 
 namespace zinf::cpu {
 
-// How the kernel walks a row group. What is fastest differs by CPU (an Emerald Rapids guest ran
+// How the kernel walks its rows and tokens. What is fastest differs by CPU (an Emerald Rapids guest ran
 // f16 at half its f32 rate converting in every tile, a Zen 4 one at full rate; spans won on the
-// one, whole rows on the other), so each process measures it on its first product; every setting
-// computes the same bits.
+// one, whole rows on the other), so each process measures spans and widening on its first product;
+// every setting computes the same bits.
 struct PairTiling {
   // Row groups whose weights, as the tiles read them, exceed twice this many bytes are done in
   // spans of about this size, so that a span stays in L1 while every pair tile passes; 0: whole
@@ -23,7 +23,8 @@ struct PairTiling {
   bool widen_bf16 = false;  // the same for bf16
   // Token pairs per block, in bytes: more of the 2 MiB L2 than the AVX2 kernels' blocks
   // (cpu/tiling.h's TokenBlockBytes), since every block pass reads the weights again: 1.1B-shape
-  // prefill 1.05x faster than with 768 KiB, 110M unchanged.
+  // prefill 1.05x faster than with 768 KiB, 110M unchanged. Not measured per CPU (320 KiB-1.6 MiB
+  // were within 5% of each other on an Emerald Rapids guest); tests pin small blocks.
   int64_t block_bytes = int64_t{1280} << 10;
 };
 
