@@ -35,18 +35,25 @@ struct MatMulCase {
   const std::vector<float>& portable;
 };
 
+// The shapes multiplied: rows are split at row 5 between two calls.
+struct MatMulShapes {
+  int64_t rows;
+  std::vector<int64_t> cols, tokens;
+};
+// Split 5 + 41: a lone token's 8-row tiles 5 rows apart and one row left; 3-row tiles with and
+// without leftovers. 2053 and 5632 columns in spans (f32, AVX-512); 61 in unequal chunks (AVX2
+// panel walk, pinned).
+const MatMulShapes kShapes{46, {1, 7, 8, 13, 61, 64, 100, 773, 2053, 5632}, {1, 2, 3, 12, 13, 27}};
+
 template <typename Check>
-void ForEachMatMulCase(Check check) {
+void ForEachMatMulCase(Check check, const MatMulShapes& shapes = kShapes) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    // The last two in spans (f32, AVX-512); 61 in unequal chunks (AVX2 panel walk, pinned).
-    for (int64_t cols : {1, 7, 8, 13, 61, 64, 100, 773, 2053, 5632}) {
-      // Split 5 + 41: a lone token's 8-row tiles 5 rows apart and one row left; 3-row tiles with
-      // and without leftovers.
-      const int64_t rows = 46;
+    for (int64_t cols : shapes.cols) {
+      const int64_t rows = shapes.rows;
       FloatMatrix w(RandomValues(rows * cols, 7 + cols), dtype, rows, cols);
       const std::vector<float> bias_values = RandomValues(rows, 8);
       const Weight bias{bias_values.data(), DType::kF32, 1, rows, 0};
-      for (int64_t tokens : {1, 2, 3, 12, 13, 27}) {
+      for (int64_t tokens : shapes.tokens) {
         const int64_t x_stride = cols + 3;  // rows of x are not packed
         const std::vector<float> x = RandomValues(tokens * x_stride, 9 + tokens);
         std::vector<float> portable(tokens * rows);
@@ -58,18 +65,20 @@ void ForEachMatMulCase(Check check) {
   }
 }
 
-void CheckMatMulLevel(cpu::CpuIsa isa) {
+void CheckMatMulLevel(cpu::CpuIsa isa, const MatMulShapes& shapes = kShapes) {
   testing::RequireCpuIsa(isa);
-  ForEachMatMulCase([isa](const MatMulCase& c) {
-    std::vector<float> fast(c.tokens * c.rows, -1.0f);
-    cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows, 0, 5,
-                    isa);
-    cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows, 5,
-                    c.rows, isa);
-    INFO(DTypeName(c.dtype) << " cols " << c.cols << " tokens " << c.tokens << " level "
-                            << cpu::CpuIsaName(isa));
-    CHECK(std::memcmp(c.portable.data(), fast.data(), c.portable.size() * sizeof(float)) == 0);
-  });
+  ForEachMatMulCase(
+      [isa](const MatMulCase& c) {
+        std::vector<float> fast(c.tokens * c.rows, -1.0f);
+        cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows,
+                        0, 5, isa);
+        cpu::MatMulRows(c.x.data(), c.x_stride, c.tokens, c.w.weight, c.bias, fast.data(), c.rows,
+                        5, c.rows, isa);
+        INFO(DTypeName(c.dtype) << " cols " << c.cols << " tokens " << c.tokens << " level "
+                                << cpu::CpuIsaName(isa));
+        CHECK(std::memcmp(c.portable.data(), fast.data(), c.portable.size() * sizeof(float)) == 0);
+      },
+      shapes);
 }
 
 }  // namespace
@@ -117,6 +126,23 @@ TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit"
         cpu::PinPairTiling(cpu::PairTiling{span_bytes, widen, widen, block_bytes});
         CheckMatMulLevel(cpu::CpuIsa::kAvx512);
       }
+    }
+  }
+  cpu::PinPairTiling(std::nullopt);
+}
+
+TEST_CASE("float matmul: the AVX-512 kernel's full tiles write their sums a set of row groups "
+          "at a time, any set and token count",
+          "[avx512]") {
+  // 105 rows after the split: sets of 8, 8 and 1 row groups of 6, then 3 single rows; 8 to 35
+  // tokens: 1 to 4 full tiles, some with an edge tile after them; 773 columns have a tail (no
+  // staged sums); blocks of 4 pairs stage one tile per block.
+  const MatMulShapes shapes{110, {64, 773, 2053}, {8, 16, 27, 35}};
+  for (const int64_t span_bytes : {int64_t{16} << 10, int64_t{0}}) {
+    for (const int64_t block_bytes : {cpu::PairTiling{}.block_bytes, int64_t{64}}) {
+      INFO("span bytes " << span_bytes << ", blocks of " << block_bytes << " bytes");
+      cpu::PinPairTiling(cpu::PairTiling{span_bytes, false, false, block_bytes});
+      CheckMatMulLevel(cpu::CpuIsa::kAvx512, shapes);
     }
   }
   cpu::PinPairTiling(std::nullopt);
