@@ -29,6 +29,8 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
 // tiles' streams (cpu/product_sequence.cpp reads ahead in the same order). The AVX2 kernels'
 // walks ask it too, so the two cannot disagree.
 int64_t OneTokenTileMaxTokens(DType dtype, CpuIsa isa);
+// The rows of those tiles, a stride apart: the streams a lone token's product reads.
+int OneTokenTileStreams(DType dtype, CpuIsa isa);
 
 // A version no earlier call has had, process-wide.
 uint64_t NewActivationVersion();

@@ -1,9 +1,9 @@
 // The AVX-512 int8 kernel's walk over its tiles (cpu/matmul_i8_avx512_tiles.h). A lone token
-// (decode) streams the weights: 16-row pair tiles whose rows lie a stride apart (tiling.h's
-// ForEachStridedTile), the next tile's bytes prefetched while this one is multiplied. Up to 4
-// tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live sums: measured 1.3× the
-// token-lane tile at 8 tokens, whose lanes would be half empty). More: the tokens go into lanes,
-// 15 to a group, and 8-row tiles pass over the groups while the rows stay in L1.
+// (decode) streams the weights: kI8Avx512DecodeRows-row pair tiles whose rows lie a stride apart
+// (tiling.h's ForEachStridedTile), the next tile's bytes prefetched while this one is multiplied.
+// Up to 4 tokens: 8-row pair tiles; 5 to kMaxPairTokens: 4-row ones (fewer live sums: measured
+// 1.3× the token-lane tile at 8 tokens, whose lanes would be half empty). More: the tokens go into
+// lanes, 15 to a group, and 8-row tiles pass over the groups while the rows stay in L1.
 #include "cpu/matmul_i8_avx512.h"
 
 #include <immintrin.h>
@@ -26,7 +26,7 @@ namespace {
 
 using i8_avx512::PackedRecord;
 
-constexpr int kDecodeRows = 16;
+constexpr int kDecodeRows = kI8Avx512DecodeRows;
 constexpr int kPairRows = 8;      // up to 4 tokens
 constexpr int kWidePairRows = 4;  // 5 to kMaxPairTokens tokens
 constexpr int kMaxPairTokens = 8;

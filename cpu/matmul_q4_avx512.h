@@ -14,6 +14,10 @@
 
 namespace zinf::cpu {
 
+// The rows of the 16-row tiles (cpu/matmul_q4_avx512_tiles.h): for a lone token, a stride apart,
+// the streams its weights are read as.
+constexpr int kQ4Avx512DecodeRows = 16;
+
 // Tokens [token_begin, token_end) × rows [row_begin, row_end); token t's outputs at out + t ·
 // out_stride.
 void MatMulQ4Avx512(const Q4Activations& xa, int64_t token_begin, int64_t token_end,

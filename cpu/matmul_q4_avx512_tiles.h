@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu/matmul_q4_avx512.h"
 #include "cpu/q4_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx512.h"
@@ -121,7 +122,7 @@ ZINF_Q4_INLINE void PrefetchNextShare(const uint8_t* const (&rows)[kRows],
 // that lane order, so a group costs one load for its scales and one fma per token for the
 // minimums' chain (lanes are rows) where converting them one by one cost more than the products;
 // the unpacked nibbles serve every token of the tile.
-constexpr int kDecodeRows = 16;
+constexpr int kDecodeRows = kQ4Avx512DecodeRows;
 constexpr int DecodeLaneRow(int lane) { return 2 * ReducedRegister(lane) + ReducedHalf(lane); }
 
 // Groups [g0, g0 + count) (count ≤ 16): scales[j] lane l = the scale of group g0 + j in the row

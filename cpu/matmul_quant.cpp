@@ -20,6 +20,7 @@
 #include "cpu/matmul_i8_avx512.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q4_avx2_lanes.h"
+#include "cpu/matmul_q4_avx512.h"
 #include "cpu/q8_activations.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx2.h"
@@ -182,6 +183,12 @@ int64_t OneTokenTileMaxTokens(DType dtype, CpuIsa isa) {
   if (dtype == DType::kI8) return kI8Avx2LaneMinTokens - 1;
   if (dtype == DType::kQ4) return kQ4Avx2LaneMinTokens - 1;
   return 1;
+}
+
+int OneTokenTileStreams(DType dtype, CpuIsa isa) {
+  if (isa >= CpuIsa::kAvx512 && dtype == DType::kI8) return kI8Avx512DecodeRows;
+  if (isa >= CpuIsa::kAvx512 && dtype == DType::kQ4) return kQ4Avx512DecodeRows;
+  return 8;  // the float, AVX2 and portable kernels' tiles
 }
 
 void MatMulRowsQuantized(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,

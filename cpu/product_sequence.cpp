@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/matmul.h"
 #include "cpu/tiling.h"
 #include "engine/quantized.h"
 
@@ -19,11 +20,11 @@ int64_t RowBytes(const Weight& w) {
 }
 
 // Rows [from, to) of w. As many tokens as go through the lone token's tiles: the streams of
-// ForEachStridedTile (tiling.h), a row of each in turn, 16 of them in the AVX-512 int8 / int4
-// kernels and 8 in the float, AVX2 and portable ones; more tokens: the rows in order.
+// ForEachStridedTile (tiling.h), a row of each in turn, as many as those tiles have rows
+// (OneTokenTileStreams); more tokens: the rows in order.
 ReadAheadSegment RowsSegment(const Weight& w, int64_t from, int64_t to, int64_t tokens,
                              CpuIsa isa) {
-  const int streams = IsQuantized(w.dtype) && isa >= CpuIsa::kAvx512 ? 16 : 8;
+  const int streams = OneTokenTileStreams(w.dtype, isa);
   const int64_t row_bytes = RowBytes(w);
   const std::byte* first = static_cast<const std::byte*>(w.data) + from * row_bytes;
   const int64_t step = StridedTileStep(to - from, streams);

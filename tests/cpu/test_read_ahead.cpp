@@ -114,22 +114,43 @@ TEST_CASE("read-ahead of a share of the next product: its rows, as the kernels w
   next.total_rows = 150;
   cpu::ReadAheadPlan plan;
 
-  SECTION("one token, AVX-512 int8: 16 streams a stride apart in each weight, then the next") {
+  SECTION("one token, AVX-512 int8: its tiles' 8 streams a stride apart in each weight, then the "
+          "next") {
+    REQUIRE(cpu::OneTokenTileStreams(DType::kI8, cpu::CpuIsa::kAvx512) == 8);
     // The second half: q's rows 75..99, then k's rows 0..49.
     cpu::PlanReadAhead(next, 1, cpu::CpuIsa::kAvx512, 0.5, 1.0, 1 << 20, plan);
     std::vector<const std::byte*> lines;
     while (plan.NextLines(8, [&](const std::byte* at) { lines.push_back(at); })) {
     }
-    // q: 25 rows -> 16 streams of one row each (step 1).
+    // q: 25 rows -> step 3, 8 streams of 3 rows: row 0 of each stream first, then row 1.
     const int64_t lines_per_row = row_bytes / 64;
-    for (int s = 0; s < 16; ++s) CHECK(lines[s * lines_per_row] == q.data() + (75 + s) * row_bytes);
-    // k: 50 rows -> step 3 (odd), 16 streams of 3 rows: row 0 of each stream first.
-    const size_t k_first = 16 * lines_per_row;
-    REQUIRE(lines.size() == k_first + 48 * lines_per_row);
-    for (int s = 0; s < 16; ++s)
-      CHECK(lines[k_first + s * lines_per_row] == k.data() + (3 * s) * row_bytes);
+    for (int s = 0; s < 8; ++s)
+      CHECK(lines[s * lines_per_row] == q.data() + (75 + 3 * s) * row_bytes);
+    CHECK(lines[8 * lines_per_row] == q.data() + 76 * row_bytes);
+    // k: 50 rows -> step 5 (odd, not 6), 8 streams of 5 rows.
+    const size_t k_first = 24 * lines_per_row;
+    REQUIRE(lines.size() == k_first + 40 * lines_per_row);
+    for (int s = 0; s < 8; ++s)
+      CHECK(lines[k_first + s * lines_per_row] == k.data() + (5 * s) * row_bytes);
     std::set<const std::byte*> unique(lines.begin(), lines.end());
     CHECK(unique.size() == lines.size());
+  }
+
+  SECTION("one token, AVX-512 int4: its tiles' 16 streams") {
+    REQUIRE(cpu::OneTokenTileStreams(DType::kQ4, cpu::CpuIsa::kAvx512) == 16);
+    const int64_t q4_row_bytes = LayoutOf(DType::kQ4, 1, kCols, 32).row_bytes();
+    std::vector<std::byte> q4(100 * q4_row_bytes + 64);
+    cpu::ProductCall q4_next;
+    q4_next.weights[0] = Weight{q4.data(), DType::kQ4, 100, kCols, 32};
+    q4_next.count = 1;
+    q4_next.total_rows = 100;
+    cpu::PlanReadAhead(q4_next, 1, cpu::CpuIsa::kAvx512, 0.0, 1.0, 1 << 20, plan);
+    const std::vector<int64_t> offsets = Lines(plan, q4.data());
+    // 100 rows -> step 5 (6 is even), 16 streams of 5 rows; rows of 64 bytes, a line each.
+    REQUIRE(q4_row_bytes == 64);
+    REQUIRE(offsets.size() == 80);
+    for (int s = 0; s < 16; ++s) CHECK(offsets[s] == 5 * s * q4_row_bytes);
+    CHECK(offsets[16] == q4_row_bytes);
   }
 
   SECTION("one token, AVX2 int8: 8 streams") {
