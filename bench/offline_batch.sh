@@ -5,7 +5,9 @@
 # The job: 256 token-id prompts of mixed lengths (uniform in 16-512, seeded), 128 new tokens each
 # (greedy, EOS ignored), TinyLlama-1.1B's shape with synthetic weights, DRAM-resident.
 # - zinf: `zinf generate --prompts P.jsonl --ignore-eos --max-new-tokens 128`, its batch size and
-#   refill chosen by itself (`--batch-size auto`), timed as a whole process (load included).
+#   refill chosen by itself (`--batch-size auto`), timed as a whole process (load included). Its KV
+#   cache holds f16 (--kv-dtype), the precision the peers' servers keep by default (zinf's own
+#   default is f32: twice the bytes attention reads, and twice the memory).
 # - each peer: `llama-server -np N -cb` (N parallel slots, continuous batching; context N x 648),
 #   driven by bench/offline_batch_client.py keeping N requests in flight, in file order; timed from
 #   the first request to the last answer (the server's load left out). N is swept (--np) and the
@@ -18,6 +20,7 @@
 # Usage: bench/offline_batch.sh PEER_BIN [PEER_BIN...] [options]
 #   --dtypes int8,f16   --np 16,32,64   --prompts 256   --min-len 16   --max-len 512
 #   --new-tokens 128   --threads N (default: nproc)   --seed N (default 1)   --out FILE.md
+#   --kv-dtype f16 (zinf's KV cache: f16, f32 or int8)
 # PEER_BIN: a directory holding llama-server and llama-quantize, built from the peer's public source
 # (Release, native). Environment: ZINF_BUILD_DIR (default build/), ZINF_BENCH_DIR (cache; default
 # $ZINF_BUILD_DIR/bench-work), PEER_COMMITS ("name=commit ..." for the report), TOKENIZER_MODEL
@@ -32,6 +35,7 @@ np_list=16,32,64
 count=256 min_len=16 max_len=512 new_tokens=128
 threads=$(nproc)
 seed=1
+kv_dtype=f16
 out_file=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --new-tokens) new_tokens=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --kv-dtype) kv_dtype=$2; shift 2 ;;
     --out) out_file=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "offline_batch.sh: unknown option $1" >&2; exit 1 ;;
@@ -150,7 +155,8 @@ for dtype in "${dtype_list[@]}"; do
   rm -f "$out" "$out.run.json"
   start=$(date +%s.%N)
   "$zinf" generate --model "$zdir" --prompts "$prompts" --out "$out" --threads "$threads" \
-    --max-new-tokens "$new_tokens" --ignore-eos --weights resident >> "$log" 2>&1
+    --max-new-tokens "$new_tokens" --ignore-eos --weights resident --kv-dtype "$kv_dtype" \
+    >> "$log" 2>&1
   wall=$(echo "$(date +%s.%N) - $start" | bc)
   python3 - "$out" "$wall" "$dtype" >> "$rows" <<'EOF'
 import json, sys
@@ -167,7 +173,7 @@ done
 export OB_ZINF="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
 export OB_CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 export OB_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
-export OB_JOB="$count prompts of $min_len-$max_len tokens, $new_tokens new tokens each, $threads threads"
+export OB_JOB="$count prompts of $min_len-$max_len tokens, $new_tokens new tokens each, $threads threads; zinf's KV cache $kv_dtype (the peers' servers: f16, their default)"
 export OB_PEERS=${PEER_COMMITS:-}
 report=$(python3 - "$rows" <<'EOF'
 import json, os, sys
