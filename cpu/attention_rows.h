@@ -20,7 +20,8 @@ void ScoreKeys(const float* query, const KvRows& keys, int kv_head, int head_dim
 // ReduceLanes' order, the rest added in order.
 double ExpScoresAndSum(float* scores, int num_keys, CpuIsa isa);
 
-// The softmax weights: ExpScoresAndSum, then each score times float(1 / sum).
+// The softmax weights: ExpScoresAndSum, then each score times float(1 / sum), a score below
+// float(2 · FLT_MIN · sum) taken as 0 first (its weight would be subnormal or nearly so).
 void Softmax(float* scores, int num_keys, CpuIsa isa);
 
 // out[d] = Σ_j weights[j] · value_j[d], accumulated as out[d] = fma(w, value, out[d]) over j in
