@@ -2,6 +2,7 @@
 #include "cmd/calibration.h"
 
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -39,6 +40,22 @@ constexpr std::pair<const char*, double Bandwidths::*> kGpuRates[] = {
     {"gpu_dequant_q4_seconds", &Bandwidths::gpu_dequant_q4_seconds},
     {"gpu_logits_d2h_gbps", &Bandwidths::gpu_logits_d2h_gbps},
 };
+
+// The CPU's product rates by weight format as the cache stores them, and the step sizes measured:
+// decode batches from one sequence to many, and prompt chunks.
+struct TokenRatesField {
+  const char* key;
+  DType weights;
+  TokenRates Bandwidths::*field;
+};
+constexpr TokenRatesField kTokenRates[] = {
+    {"f32", DType::kF32, &Bandwidths::f32_by_tokens},
+    {"f16", DType::kF16, &Bandwidths::f16_by_tokens},
+    {"int8", DType::kI8, &Bandwidths::int8_by_tokens},
+    {"int4", DType::kQ4, &Bandwidths::int4_by_tokens},
+};
+constexpr int kCalibratedTokens[] = {1, 8, 32, 128, 512};
+constexpr int kSingleRateTokens = 32;  // the single rates' size, as calibrate measured before
 
 // Enough to get past the drive's cache and show its sustained rate; small enough to take seconds.
 constexpr uint64_t kProbeBytes = 1ull << 30;
@@ -107,9 +124,20 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.disk_read_gbps = disk.gbps;
   const cpu::DramReadRate dram = cpu::MeasureDramRead(num_threads);
   rates.dram_read_gbps = dram.median_gbps;
-  rates.compute_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kF32);
-  rates.int8_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kI8);
-  rates.int4_gflops = cpu::MeasureMatmulGflops(num_threads, DType::kQ4);
+  std::string products;
+  for (const auto& [key, weights, field] : kTokenRates) {
+    const std::vector<double> gflops =
+        cpu::MeasureMatmulGflops(num_threads, weights, kCalibratedTokens);
+    std::string row;
+    for (size_t k = 0; k < gflops.size(); ++k) {
+      (rates.*field).points.emplace_back(kCalibratedTokens[k], gflops[k]);
+      row += fmt::format("{}{:.0f}", k == 0 ? "" : "/", gflops[k]);
+    }
+    products += fmt::format("{}{} {}", products.empty() ? "" : ", ", key, row);
+  }
+  rates.compute_gflops = rates.f32_by_tokens.At(kSingleRateTokens);
+  rates.int8_gflops = rates.int8_by_tokens.At(kSingleRateTokens);
+  rates.int4_gflops = rates.int4_by_tokens.At(kSingleRateTokens);
   rates.cpu_attention_gflops = cpu::MeasureAttentionGflops(num_threads);
   rates.host_sample_seconds_per_logit = GreedyPickSecondsPerLogit();
   rates.measured = true;
@@ -123,11 +151,11 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   }
   spdlog::info(
       "calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
-      "{:.1f}-{:.1f}), compute {:.1f} GFLOP/s (int8 weights {:.1f}, int4 {:.1f}, attention "
-      "{:.1f}; {} threads), greedy picks {:.2f} ns per logit -> {}",
+      "{:.1f}-{:.1f}), products GFLOP/s by weights at {} tokens: {}; attention {:.1f} GFLOP/s "
+      "({} threads), greedy picks {:.2f} ns per logit -> {}",
       rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
-      rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps, rates.compute_gflops,
-      rates.int8_gflops, rates.int4_gflops, rates.cpu_attention_gflops, num_threads,
+      rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps,
+      fmt::join(kCalibratedTokens, "/"), products, rates.cpu_attention_gflops, num_threads,
       rates.host_sample_seconds_per_logit * 1e9, cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
@@ -141,6 +169,8 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                          {"threads", num_threads},
                          {"disk_probe_file", file},
                          {"direct_io", disk.direct_io}};
+  for (const auto& [key, weights, field] : kTokenRates)
+    json["matmul_gflops_by_tokens"][key] = (rates.*field).points;
   if (gpu) {
     for (const auto& [key, field] : kGpuRates) json[key] = rates.*field;
   }
@@ -168,6 +198,20 @@ std::optional<Bandwidths> LoadCalibration() {
     rates.int8_gflops = json.value("int8_gflops", 0.0);
     rates.int4_gflops = json.value("int4_gflops", 0.0);
     rates.cpu_attention_gflops = json.value("cpu_attention_gflops", 0.0);
+    // Caches from before the rates were measured by size hold none: the single rates stand in.
+    const nlohmann::json by_tokens =
+        json.value("matmul_gflops_by_tokens", nlohmann::json::object());
+    for (const auto& [key, weights, field] : kTokenRates) {
+      if (!by_tokens.contains(key)) continue;
+      TokenRates table{by_tokens.at(key).get<std::vector<std::pair<int, double>>>()};
+      if (!table.Valid()) {
+        spdlog::warn("ignoring the calibration cache's {} product rates in {}: they need sizes "
+                     "ascending from 1 token and positive rates; run zinf calibrate",
+                     key, CalibrationCachePath());
+        continue;
+      }
+      rates.*field = std::move(table);
+    }
     // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions, and
     // one from before the kernels' costs were timed leaves those.
     for (const auto& [key, field] : kGpuRates) rates.*field = json.value(key, rates.*field);

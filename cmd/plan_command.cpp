@@ -165,11 +165,13 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     }
     fmt::print("\n");
   } else {
+    const int rows = std::max(inputs.workload.batch_size, 1);
     fmt::print(
-        "rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, compute {:.0f} GFLOP/s (int8 weights "
-        "{:.0f}, int4 {:.0f}, attention {:.0f}) ({})\n",
-        bw.disk_read_gbps, bw.dram_read_gbps, bw.compute_gflops, bw.GflopsFor(DType::kI8),
-        bw.GflopsFor(DType::kQ4), bw.CpuAttentionGflops(),
+        "rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, products of {} token{} {:.0f} GFLOP/s "
+        "(f16 weights {:.0f}, int8 {:.0f}, int4 {:.0f}), attention {:.0f} ({})\n",
+        bw.disk_read_gbps, bw.dram_read_gbps, rows, rows == 1 ? "" : "s",
+        bw.GflopsFor(DType::kF32, rows), bw.GflopsFor(DType::kF16, rows),
+        bw.GflopsFor(DType::kI8, rows), bw.GflopsFor(DType::kQ4, rows), bw.CpuAttentionGflops(),
         bw.measured ? "measured by zinf calibrate"
                     : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
     fmt::print("per step   read from disk {:.3f} s, read from memory {:.3f} s, compute {:.3f} s, "

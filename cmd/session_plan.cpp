@@ -36,8 +36,13 @@ Bandwidths RatesFor(const RateOverrides& given) {
   };
   apply(given.disk_gbps, rates.disk_read_gbps);
   apply(given.dram_gbps, rates.dram_read_gbps);
-  // The one rate for every dtype, and attention at its uncalibrated share of it.
-  if (given.gflops) rates.int8_gflops = rates.int4_gflops = rates.cpu_attention_gflops = 0;
+  // The one rate for every dtype and size, and attention at its uncalibrated share of it.
+  if (given.gflops) {
+    rates.int8_gflops = rates.int4_gflops = rates.cpu_attention_gflops = 0;
+    for (TokenRates* table :
+         {&rates.f32_by_tokens, &rates.f16_by_tokens, &rates.int8_by_tokens, &rates.int4_by_tokens})
+      *table = {};
+  }
   apply(given.gflops, rates.compute_gflops);
   apply(given.pcie_gbps, rates.h2d_gbps);
   apply(given.hbm_gbps, rates.device_gbps);

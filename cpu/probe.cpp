@@ -138,12 +138,10 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
   return rate;
 }
 
-double MeasureMatmulGflops(int num_threads, DType weights) {
-  constexpr int kTokens = 32, kDim = 4096, kGroupSize = 64;
+std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
+                                        std::span<const int> token_counts) {
+  constexpr int kDim = 4096, kGroupSize = 64;
   CpuBackend backend(num_threads);
-  Tensor x = backend.AllocateActivation(kTokens, kDim);
-  Tensor out = backend.AllocateActivation(kTokens, kDim);
-  std::fill_n(static_cast<float*>(x.data), kTokens * kDim, 0.5f);
   // Varied values, so no kernel takes a shortcut a real matrix would not allow.
   std::vector<float> row(kDim);
   for (int c = 0; c < kDim; ++c) row[c] = 0.25f * static_cast<float>((c * 37) % 17 - 8);
@@ -153,6 +151,9 @@ double MeasureMatmulGflops(int num_threads, DType weights) {
     for (int r = 0; r < kDim; ++r) {
       std::copy(row.begin(), row.end(), reinterpret_cast<float*>(bytes.data()) + int64_t{r} * kDim);
     }
+  } else if (weights == DType::kF16) {
+    auto* values = reinterpret_cast<uint16_t*>(bytes.data());
+    for (int64_t i = 0; i < int64_t{kDim} * kDim; ++i) values[i] = F32ToF16(row[i % kDim]);
   } else {
     ZINF_CHECK(IsQuantized(weights), "no matmul probe for {}", DTypeName(weights));
     const QuantLayout layout = LayoutOf(weights, kDim, kDim, w.group_size);
@@ -169,8 +170,17 @@ double MeasureMatmulGflops(int num_threads, DType weights) {
     }
   }
   w.data = bytes.data();
-  const double seconds = BestSeconds(3, [&] { backend.MatMul(x, w, {}, out); });
-  return 2.0 * kTokens * kDim * kDim / seconds / 1e9;
+  std::vector<double> gflops;
+  for (const int tokens : token_counts) {
+    ZINF_CHECK(tokens >= 1, "matmul probe of {} tokens", tokens);
+    Tensor x = backend.AllocateActivation(tokens, kDim);
+    Tensor out = backend.AllocateActivation(tokens, kDim);
+    std::fill_n(static_cast<float*>(x.data), int64_t{tokens} * kDim, 0.5f);
+    backend.MatMul(x, w, {}, out);  // first touches, kernel choices, packed activations
+    const double seconds = BestSeconds(3, [&] { backend.MatMul(x, w, {}, out); });
+    gflops.push_back(2.0 * tokens * kDim * kDim / seconds / 1e9);
+  }
+  return gflops;
 }
 
 double MeasureAttentionGflops(int num_threads) {

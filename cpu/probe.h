@@ -1,6 +1,9 @@
 // Measures this machine's DRAM read bandwidth and the CPU backend's matmul rate, for the planner.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "engine/dtype.h"
 
 namespace zinf::cpu {
@@ -23,9 +26,11 @@ DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 // probe is remeasured rather than trusted (an older one read slower than the kernels stream).
 inline constexpr int kDramProbeVersion = 2;
 
-// The CPU backend's matmul rate at a batch of 32 tokens over a 4096 × 4096 weight stored as
-// `weights` (f32, int8, or int4 in groups of 64); best of 3.
-double MeasureMatmulGflops(int num_threads, DType weights = DType::kF32);
+// The CPU backend's matmul rate (GFLOP/s) multiplying each of `token_counts` tokens by a 4096 ×
+// 4096 weight stored as `weights` (f32, f16, int8, or int4 in groups of 64); each the best of 3
+// after a warm-up.
+std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
+                                        std::span<const int> token_counts);
 
 // The CPU backend's attention rate in decode steps: 16 sequences, one query token each, over
 // 1024 positions of an f32 KV cache in DRAM (128 MiB), 32 query heads sharing 8 KV heads of 128

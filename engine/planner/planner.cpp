@@ -120,6 +120,26 @@ const char* BoundName(Bound bound) {
   return "?";
 }
 
+const TokenRates& Bandwidths::ByTokens(DType weights) const {
+  switch (weights) {
+    case DType::kF16:
+    case DType::kBF16: return f16_by_tokens;
+    case DType::kI8: return int8_by_tokens;
+    case DType::kQ4: return int4_by_tokens;
+    case DType::kF32: break;
+  }
+  return f32_by_tokens;
+}
+
+double Bandwidths::GflopsFor(DType weights, double tokens) const {
+  const TokenRates& measured = ByTokens(weights);
+  if (!measured.empty()) return measured.At(tokens);
+  const double quantized = weights == DType::kI8   ? int8_gflops
+                           : weights == DType::kQ4 ? int4_gflops
+                                                   : 0.0;
+  return quantized > 0 ? quantized : compute_gflops;
+}
+
 std::string GpuKernelCosts(const Bandwidths& rates) {
   return fmt::format(
       "a layer's launches {:.0f} us, attention {:.2f} us per key alone and {:.2f} in a wave of {} "

@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "engine/planner/memory_model.h"
 #include "engine/planner/placement.h"
+#include "engine/planner/token_rates.h"
 
 namespace zinf {
 
@@ -47,6 +48,10 @@ struct Bandwidths {
   // The same with int8 and int4 weights, whose integer kernels run at other rates (0: as floats).
   double int8_gflops = 0;
   double int4_gflops = 0;
+  // The same by the tokens a product multiplies at once, per weight format (zinf calibrate
+  // measures them; bf16 weights take f16's): where a format's table is empty, its single rate
+  // above stands in at every size.
+  TokenRates f32_by_tokens, f16_by_tokens, int8_by_tokens, int4_by_tokens;
   // The CPU backend's attention arithmetic in decode steps, over a KV cache in DRAM (0: a
   // quarter of compute_gflops, near what calibrate measures on AVX-512 machines).
   double cpu_attention_gflops = 0;
@@ -67,12 +72,10 @@ struct Bandwidths {
   bool measured = false;
   bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
 
-  double GflopsFor(DType weights) const {
-    const double quantized = weights == DType::kI8   ? int8_gflops
-                             : weights == DType::kQ4 ? int4_gflops
-                                                     : 0.0;
-    return quantized > 0 ? quantized : compute_gflops;
-  }
+  // The CPU's product rate with `weights` when `tokens` rows are multiplied at once.
+  double GflopsFor(DType weights, double tokens) const;
+  // The table for `weights`' format (f32, f16 or bf16, int8, int4).
+  const TokenRates& ByTokens(DType weights) const;
   double CpuAttentionGflops() const {
     return cpu_attention_gflops > 0 ? cpu_attention_gflops : compute_gflops / 4;
   }

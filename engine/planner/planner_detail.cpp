@@ -156,13 +156,15 @@ double TokenShare(const Checkpoint& checkpoint, const ExtentInfo& extent) {
   return static_cast<double>(moe.experts_per_token) / moe.num_experts;
 }
 
-// Seconds the CPU's products with one extent take in a step of `tokens` rows.
+// Seconds the CPU's products with one extent take in a step of `tokens` rows, each matrix at the
+// rate of the rows it multiplies (an expert's: its share of the step's).
 double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& extent, int tokens,
                            const Bandwidths& rates) {
+  const double rows = tokens * TokenShare(checkpoint, extent);
   double seconds = 0;
   for (const TensorInfo& tensor : extent.tensors) {
-    seconds += 2.0 * static_cast<double>(tensor.num_elements()) * tokens *
-               TokenShare(checkpoint, extent) / (rates.GflopsFor(tensor.dtype) * 1e9);
+    seconds += 2.0 * static_cast<double>(tensor.num_elements()) * rows /
+               (rates.GflopsFor(tensor.dtype, rows) * 1e9);
   }
   return seconds;
 }

@@ -115,8 +115,30 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["dram_probe"].get<int>() == cpu::kDramProbeVersion);
   CHECK(rates["int8_gflops"].get<double>() > 0);
   CHECK(rates["int4_gflops"].get<double>() > 0);
+  // Each format's products at each measured size: sizes ascending from one token.
+  for (const char* format : {"f32", "f16", "int8", "int4"}) {
+    INFO(format);
+    const nlohmann::json& sizes = rates["matmul_gflops_by_tokens"][format];
+    REQUIRE(sizes.size() == 5);
+    CHECK(sizes[0][0].get<int>() == 1);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      CHECK(sizes[i][1].get<double>() > 0);
+      if (i > 0) CHECK(sizes[i][0].get<int>() > sizes[i - 1][0].get<int>());
+    }
+  }
   const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
+
+  // A size table that cannot be read off is set aside with a warning; the rest still serves.
+  nlohmann::json unordered = rates;
+  unordered["matmul_gflops_by_tokens"]["f32"] = {{8, 100.0}, {1, 10.0}};
+  std::ofstream(cache + "/zinf/calibration.json") << unordered.dump();
+  const CliResult unordered_plan =
+      RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
+  REQUIRE(unordered_plan.exit_code == 0);
+  CHECK(unordered_plan.out.find("measured by zinf calibrate") != std::string::npos);
+  CHECK(unordered_plan.err.find("ignoring the calibration cache's f32 product rates") !=
+        std::string::npos);
 
   // A cache from an older DRAM probe (none stored its version) is not trusted.
   nlohmann::json stale = rates;

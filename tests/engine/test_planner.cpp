@@ -143,6 +143,49 @@ TEST_CASE("planner: products run at the rate of their weights' kernel") {
         Approx(2 * 64 * (float_elements / 100e9 + int8_elements / 400e9)));
 }
 
+TEST_CASE("planner: token rates interpolate in log(tokens) and hold at the ends") {
+  const TokenRates rates{{{1, 10}, {8, 80}, {64, 320}}};
+  CHECK(rates.Valid());
+  CHECK(rates.At(1) == Approx(10));
+  CHECK(rates.At(8) == Approx(80));
+  CHECK(rates.At(64) == Approx(320));
+  CHECK(rates.At(16) == Approx(160));  // a third of the way from 8 to 64 in log(tokens)
+  CHECK(rates.At(2) == Approx(10 + 70.0 / 3));
+  CHECK(rates.At(0.5) == Approx(10));  // an expert's share of one token: the smallest size
+  CHECK(rates.At(1000) == Approx(320));
+  CHECK(TokenRates{}.At(8) == 0);
+  CHECK_FALSE(TokenRates{{{8, 80}, {8, 90}}}.Valid());
+  CHECK_FALSE(TokenRates{{{8, 80}, {1, 10}}}.Valid());
+  CHECK_FALSE(TokenRates{{{0, 80}}}.Valid());
+  CHECK_FALSE(TokenRates{{{1, 0}}}.Valid());
+}
+
+TEST_CASE("planner: products run at the rate calibrate measured for their size and format") {
+  // A product of a few tokens is bound by its weights' reads, of many by arithmetic: the rate a
+  // step's products get is the one measured nearest its size (bf16 and f16 share theirs), and a
+  // format measured at no size keeps its single rate.
+  const Checkpoint model = ShippedConfig("llama-2-7b");  // every tensor f16
+  double f16_elements = 0, other_elements = 0;
+  for (const ExtentInfo& extent : model.extents) {
+    if (extent.kind == ExtentKind::kEmbedding) continue;
+    for (const TensorInfo& tensor : extent.tensors)
+      (tensor.dtype == DType::kF16 ? f16_elements : other_elements) += tensor.num_elements();
+  }
+  REQUIRE(f16_elements > 0);
+  PlannerInputs inputs = Inputs(model, 64 * kGiB);
+  inputs.bandwidths.compute_gflops = 100;
+  inputs.bandwidths.f16_by_tokens = TokenRates{{{1, 10}, {8, 80}, {64, 320}}};
+  inputs.workload.max_context = 64;  // room for 128 sequences' KV cache
+  for (const auto& [batch, f16_rate] : {std::pair{8, 80.0}, {16, 160.0}, {128, 320.0}}) {
+    INFO("batch " << batch);
+    inputs.workload.batch_size = batch;
+    CHECK(MakePlan(inputs).compute_seconds_per_step ==
+          Approx(2.0 * batch * (f16_elements / (f16_rate * 1e9) + other_elements / 100e9)));
+  }
+  CHECK(inputs.bandwidths.GflopsFor(DType::kBF16, 16) == Approx(160));
+  CHECK(inputs.bandwidths.GflopsFor(DType::kF32, 16) == Approx(100));
+}
+
 TEST_CASE("planner: CPU attention follows the products, over the positions attended") {
   // Attention reads each sequence's cache after the layer's products: its time adds to theirs.
   // It is the slower of reading the attended share of the cache and its arithmetic, 4 · head_dim
