@@ -19,6 +19,7 @@
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/sampler.h"
+#include "io/checksum_probe.h"
 #include "io/disk_probe.h"
 
 namespace zinf::cli {
@@ -122,6 +123,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   if (temporary) fs::remove(file);
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
+  rates.checksum_gbps = io::MeasureChecksumGbps();
   const cpu::DramReadRate dram = cpu::MeasureDramRead(num_threads);
   rates.dram_read_gbps = dram.median_gbps;
   std::string products;
@@ -150,14 +152,16 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                  rates.h2d_gbps, rates.device_gbps, rates.device_tflops, GpuKernelCosts(rates));
   }
   spdlog::info(
-      "calibrated: disk {:.2f} GB/s ({}{}), DRAM {:.1f} GB/s (median of {} passes, "
+      "calibrated: disk {:.2f} GB/s ({}{}), checksums {:.1f} GB/s, DRAM {:.1f} GB/s (median of {} "
+      "passes, "
       "{:.1f}-{:.1f}), products GFLOP/s by weights at {} tokens: {}; attention {:.1f} GFLOP/s "
       "({} threads), greedy picks {:.2f} ns per logit -> {}",
       rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
-      rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps,
+      rates.checksum_gbps, rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps,
       fmt::join(kCalibratedTokens, "/"), products, rates.cpu_attention_gflops, num_threads,
       rates.host_sample_seconds_per_logit * 1e9, cache.string());
   nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
+                         {"checksum_gbps", rates.checksum_gbps},
                          {"dram_read_gbps", rates.dram_read_gbps},
                          {"dram_read_spread_gbps", {dram.min_gbps, dram.max_gbps}},
                          {"dram_probe", cpu::kDramProbeVersion},
@@ -192,6 +196,7 @@ std::optional<Bandwidths> LoadCalibration() {
     }
     Bandwidths rates;
     rates.disk_read_gbps = json.at("disk_read_gbps");
+    rates.checksum_gbps = json.value("checksum_gbps", rates.checksum_gbps);
     rates.dram_read_gbps = json.at("dram_read_gbps");
     rates.compute_gflops = json.at("compute_gflops");
     // Caches from before the integer kernels were measured hold none: the float rate stands in.

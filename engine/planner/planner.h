@@ -41,7 +41,10 @@ inline constexpr int kLaunchesPerLayer = 21;
 
 // Measured by `zinf calibrate` (or assumed, which the plan says).
 struct Bandwidths {
-  double disk_read_gbps = 2.0;    // O_DIRECT sequential read of the weights file's device
+  double disk_read_gbps = 2.0;  // O_DIRECT sequential read of the weights file's device
+  // Verifying a streamed extent's checksum (XXH3-64 from DRAM, one thread), which the step waits
+  // for before the extent's products.
+  double checksum_gbps = 10.0;
   double dram_read_gbps = 20.0;   // all threads streaming from DRAM
   double h2d_gbps = 25.0;         // pinned host → device copies (CUDA; PCIe 4.0 x16 ≈ 25)
   double compute_gflops = 100.0;  // dense matmul rate of the backend, float weights
@@ -159,9 +162,11 @@ struct Plan {
   double cpu_experts_seconds_per_step = 0;
   uint64_t host_expert_activation_bytes = 0;
   // Decode-step prediction, CPU: the step takes as long as the slower of reading the streamed
-  // extents and the layers' work: the products (reading every weight from memory or their
-  // arithmetic, whichever is slower), then attention; tokens/s = batch / step.
+  // extents and the layers' work: verifying the streamed extents' checksums, the products
+  // (reading every weight from memory or their arithmetic, whichever is slower), then attention;
+  // tokens/s = batch / step.
   double io_seconds_per_step = 0;
+  double checksum_seconds_per_step = 0;
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;
   double predicted_tokens_per_s = 0;

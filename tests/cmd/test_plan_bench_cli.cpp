@@ -115,6 +115,7 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["dram_probe"].get<int>() == cpu::kDramProbeVersion);
   CHECK(rates["int8_gflops"].get<double>() > 0);
   CHECK(rates["int4_gflops"].get<double>() > 0);
+  CHECK(rates["checksum_gbps"].get<double>() > 0);
   // Each format's products at each measured size: sizes ascending from one token.
   for (const char* format : {"f32", "f16", "int8", "int4"}) {
     INFO(format);

@@ -111,6 +111,24 @@ TEST_CASE("planner: predictions follow the bound") {
   }
 }
 
+TEST_CASE("planner: verifying streamed extents' checksums is part of the step's work") {
+  // Each extent read from disk is checked (XXH3) before its products, on the thread that runs the
+  // step, so that time adds to the work the reads overlap.
+  const Checkpoint model = ShippedConfig("llama-2-7b");
+  PlannerInputs inputs = Inputs(model, 8 * kGiB);
+  inputs.bandwidths.disk_read_gbps = 1e7;  // the reads take no time
+  inputs.bandwidths.checksum_gbps = 2;
+  const Plan plan = MakePlan(inputs);
+  REQUIRE(plan.streamed_bytes_per_step > 0);
+  CHECK(plan.checksum_seconds_per_step == Approx(plan.streamed_bytes_per_step / 2e9));
+  const double products = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
+  CHECK(plan.predicted_tokens_per_s == Approx(2 / (plan.checksum_seconds_per_step + products +
+                                                   plan.cpu_attention_seconds_per_step)));
+  // Nothing streamed, nothing to verify each step.
+  const Plan resident = MakePlan(Inputs(model, 64 * kGiB));
+  CHECK(resident.checksum_seconds_per_step == 0);
+}
+
 TEST_CASE("planner: products run at the rate of their weights' kernel") {
   // int8 and int4 matrices go through integer kernels with rates of their own (zinf calibrate
   // measures each); the float vectors and the head kept in f32 stay at the float rate.
