@@ -152,10 +152,9 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
                  rates.h2d_gbps, rates.device_gbps, rates.device_tflops, GpuKernelCosts(rates));
   }
   spdlog::info(
-      "calibrated: disk {:.2f} GB/s ({}{}), checksums {:.1f} GB/s, DRAM {:.1f} GB/s (median of {} "
-      "passes, "
-      "{:.1f}-{:.1f}), products GFLOP/s by weights at {} tokens: {}; attention {:.1f} GFLOP/s "
-      "({} threads), greedy picks {:.2f} ns per logit -> {}",
+      "calibrated: disk {:.2f} GB/s ({}{}), checksums {:.1f} GB/s, DRAM {:.1f} GB/s (median of "
+      "{} passes, {:.1f}-{:.1f}), products GFLOP/s by weights at {} tokens: {}; attention "
+      "{:.1f} GFLOP/s ({} threads), greedy picks {:.2f} ns per logit -> {}",
       rates.disk_read_gbps, file, disk.direct_io ? ", O_DIRECT" : ", buffered: may be cached",
       rates.checksum_gbps, rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps,
       fmt::join(kCalibratedTokens, "/"), products, rates.cpu_attention_gflops, num_threads,
