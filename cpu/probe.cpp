@@ -32,14 +32,6 @@ double BestSeconds(int repeats, Body body) {
   return best;
 }
 
-// Writes `bytes` back and drops them from every cache level, so that the next pass reads them from
-// DRAM as a model's products do: its weights outgrow the caches, and each step reads each layer's
-// once (a 4096 × 4096 matrix would otherwise stay in a large L3: 260 MiB on an Emerald Rapids guest).
-void EvictFromCaches(const std::byte* bytes, size_t size) {
-  for (size_t offset = 0; offset < size; offset += 64) _mm_clflush(bytes + offset);
-  _mm_mfence();
-}
-
 // A thread reads its share of the buffer as the one-token kernels read their rows (tiling.h's
 // ForEachStridedTile): kStreams sequential streams side by side, a line of each in turn. One
 // stream per thread under-measured an Emerald Rapids guest by a fifth (26.7 vs 32 GB/s with 8).
@@ -187,12 +179,20 @@ std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
     backend.MatMul(x, w, {}, out);  // first touches, kernel choices, packed activations
     double best = 1e30;
     for (int pass = 0; pass < 3; ++pass) {
+      // A model's weights outgrow the caches and each step reads each layer's once; a 4096 × 4096
+      // matrix would otherwise stay in a large L3 (260 MiB on an Emerald Rapids guest).
       EvictFromCaches(bytes.data(), bytes.size());
       best = std::min(best, BestSeconds(1, [&] { backend.MatMul(x, w, {}, out); }));
     }
     gflops.push_back(2.0 * tokens * kDim * kDim / best / 1e9);
   }
   return gflops;
+}
+
+void EvictFromCaches(const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  for (size_t offset = 0; offset < size; offset += 64) _mm_clflush(bytes + offset);
+  _mm_mfence();
 }
 
 double MeasureAttentionGflops(int num_threads) {

@@ -1,6 +1,7 @@
 // Measures this machine's DRAM read bandwidth and the CPU backend's matmul rate, for the planner.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,10 @@ inline constexpr int kDramProbeVersion = 2;
 // weight is evicted from the caches before each pass); each the best of 3 after a warm-up.
 std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
                                         std::span<const int> token_counts);
+
+// Writes `size` bytes from `data` back and drops them from every cache level, so that the next
+// pass reads them from DRAM (as a model's weights are read, or a staging buffer a read just filled).
+void EvictFromCaches(const void* data, size_t size);
 
 // The CPU backend's attention rate in decode steps: 16 sequences, one query token each, over
 // 1024 positions of an f32 KV cache in DRAM (128 MiB), 32 query heads sharing 8 KV heads of 128
