@@ -3,24 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "io/weight_source_factory.h"
 
 namespace zinf::cli {
-
-namespace {
-
-// --threads, or every core.
-int CpuThreads(const SessionOptions& options) {
-  return options.threads > 0 ? options.threads
-                             : static_cast<int>(std::thread::hardware_concurrency());
-}
-
-}  // namespace
 
 EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions& options) {
   const bool on_cuda = options.device.device == BackendKind::kCuda;
@@ -42,10 +30,10 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     cuda_options.gpu_mem_bytes = planned_.inputs.gpu_mem_bytes;
     cuda_options.placement = plan.placement;
     cuda_options.kv_offload = options.device.kv_offload;
-    cuda_options.host_threads = CpuThreads(options);
+    cuda_options.host_threads = options.cpu_threads();
     backend_ = cuda::CreateCudaBackend(checkpoint, planned_.limits, cuda_options);
     if (plan.placement.host_computes_experts) {
-      host_experts_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
+      host_experts_ = std::make_unique<cpu::CpuBackend>(options.cpu_threads());
     }
     weights_ = io::OpenWeightSource(checkpoint, plan.placement, io_options);
     for (const std::span<const std::byte> region : weights_->HostMemory()) {
@@ -53,7 +41,7 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
     }
   } else {
     weights_ = io::OpenWeightSource(checkpoint, plan.placement, io_options);
-    backend_ = std::make_unique<cpu::CpuBackend>(CpuThreads(options));
+    backend_ = std::make_unique<cpu::CpuBackend>(options.cpu_threads());
   }
   model_ = std::make_unique<Model>(checkpoint, *backend_, *weights_, planned_.limits,
                                    plan.placement, host_experts_.get());

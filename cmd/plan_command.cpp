@@ -174,12 +174,14 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
         bw.GflopsFor(DType::kI8, rows), bw.GflopsFor(DType::kQ4, rows), bw.CpuAttentionGflops(),
         bw.measured ? "measured by zinf calibrate"
                     : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
-    fmt::print("per step   read from disk {:.3f} s; verify checksums {:.3f} s, then read from "
-               "memory {:.3f} s or compute {:.3f} s, then attention {:.3f} s (over {} positions a "
-               "sequence)\n",
-               plan.io_seconds_per_step, plan.checksum_seconds_per_step,
-               plan.memory_seconds_per_step, plan.compute_seconds_per_step,
-               plan.cpu_attention_seconds_per_step, inputs.workload.attended_context());
+    fmt::print("per step   read from disk {:.3f} s; read from memory {:.3f} s or compute {:.3f} "
+               "s, then attention {:.3f} s (over {} positions a sequence); verify checksums "
+               "{:.3f} s ({})\n",
+               plan.io_seconds_per_step, plan.memory_seconds_per_step,
+               plan.compute_seconds_per_step, plan.cpu_attention_seconds_per_step,
+               inputs.workload.attended_context(), plan.checksum_seconds_per_step,
+               inputs.workload.spare_cores > 0 ? "on a spare core"
+                                               : "on a thread sharing the compute's cores");
   }
   fmt::print("predicted  {} tokens/s decode, {}-bound\n", FormatRate(plan.predicted_tokens_per_s),
              BoundName(plan.bound));

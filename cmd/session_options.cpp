@@ -1,11 +1,17 @@
 // The shared engine flags (cmd/session_options.h): registered once, parsed into enums at once.
 #include "cmd/session_options.h"
 
+#include <thread>
+
 #include "cmd/flag_checks.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
 
 namespace zinf::cli {
+
+int SessionOptions::cpu_threads() const {
+  return threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+}
 
 namespace {
 

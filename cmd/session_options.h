@@ -52,6 +52,7 @@ struct SessionOptions {
   int logit_rows_per_step = 0;   // 0: one per sequence; perplexity wants a whole step's
   DType kv_dtype = DType::kF32;  // f32, f16 (CPU) or int8
   int threads = 0;               // 0: all cores
+  int cpu_threads() const;       // --threads, or every core
   WeightsMode weights = WeightsMode::kAuto;
   int prefetch_depth = -1;  // -1: the plan's
   std::string cpu_mem;      // e.g. "24G"; empty: this machine's memory

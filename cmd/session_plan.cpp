@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "cmd/byte_size.h"
 #include "cmd/calibration.h"
@@ -101,6 +102,8 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.logit_rows = limits.max_logit_rows;
   inputs.workload.gpu_compute = options.device.gpu_compute;
   inputs.workload.moe_experts = options.device.moe_experts;
+  inputs.workload.spare_cores =
+      std::max(static_cast<int>(std::thread::hardware_concurrency()) - options.cpu_threads(), 0);
   inputs.bandwidths = RatesFor(options.rates);
   return inputs;
 }

@@ -268,8 +268,12 @@ ReadTicket ExtentReader::Submit(const ExtentInfo& extent, int buffer_idx) {
   state.extent_label = DescribeExtent(extent);
   state.extent_offset = extent.offset;
   state.extent_end = extent.offset + extent.size_bytes;
+  state.padded_bytes = extent.padded_bytes;
+  state.chunk_done.assign((extent.padded_bytes + options_.chunk_bytes - 1) / options_.chunk_bytes,
+                          false);
   for (uint64_t start = 0; start < extent.padded_bytes; start += options_.chunk_bytes) {
     auto chunk = std::make_unique<Chunk>();
+    chunk->index = start / options_.chunk_bytes;
     chunk->ticket = ticket;
     chunk->buffer_idx = buffer_idx;
     chunk->dest = buffer.data() + start;
@@ -293,6 +297,20 @@ void ExtentReader::WaitFor(ReadTicket ticket) {
   std::optional<std::string> error = std::move(found->second.error);
   tickets_.erase(found);
   if (error) throw Error(*error);
+}
+
+uint64_t ExtentReader::WaitForBytes(ReadTicket ticket, uint64_t beyond) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ZINF_CHECK(tickets_.contains(ticket), "read ticket {} unknown or already waited for", ticket);
+  const TicketState& state = tickets_.at(ticket);
+  const auto landed = [&] {
+    return state.chunks_left == 0
+               ? state.padded_bytes
+               : std::min<uint64_t>(state.done_prefix * options_.chunk_bytes, state.padded_bytes);
+  };
+  progress_.wait(lock, [&] { return landed() > beyond || state.chunks_left == 0 || broken_; });
+  if (state.chunks_left > 0 && landed() <= beyond) throw Error(*broken_);
+  return landed();
 }
 
 bool ExtentReader::IsDone(ReadTicket ticket) const {
@@ -347,6 +365,10 @@ void ExtentReader::FinishChunk(const Chunk& chunk) {
   TicketState& state = tickets_.at(chunk.ticket);
   ZINF_CHECK(state.chunks_left > 0, "chunk finished twice for ticket {}", chunk.ticket);
   --state.chunks_left;
+  state.chunk_done[chunk.index] = true;
+  while (state.done_prefix < state.chunk_done.size() && state.chunk_done[state.done_prefix]) {
+    ++state.done_prefix;
+  }
 }
 
 void ExtentReader::SubmitQueued() {

@@ -61,7 +61,8 @@ std::string DescribeExtent(const ExtentInfo& extent);
 // reaps finished reads and sends queued ones, so an extent submitted for prefetch is read to the
 // end while its caller computes (the caller need not come back to keep the queue full). The
 // target buffers are registered once at construction and must outlive the reader; the destructor
-// waits for every read still in flight. The public methods are called from one thread at a time.
+// waits for every read still in flight. The public methods take the reader's lock, so one thread
+// may submit while another waits (TieredWeightSource's verifier waits for each read it checks).
 // Failure modes: construction throws zinf::Error when the file cannot be opened, or when
 // ZINF_IO_BACKEND is unknown or demands an io_uring that is refused. Without io_uring (disabled by
 // sysctl or seccomp) it warns once and reads with the pread pool. Without O_DIRECT (tmpfs, some
@@ -85,6 +86,11 @@ class ExtentReader {
   void WaitFor(ReadTicket ticket);
   // True when the read has finished (successfully or not) without waiting for it.
   bool IsDone(ReadTicket ticket) const;
+  // Blocks until more than `beyond` of the extent's bytes, counted from its start, have landed
+  // in one run with no gap, or the read has ended; returns how many have (all padded_bytes once
+  // it ended, failed or not: WaitFor says which). Lets a checksum follow the read chunk by chunk.
+  // Throws zinf::Error only when the reader as a whole failed.
+  uint64_t WaitForBytes(ReadTicket ticket, uint64_t beyond);
 
   const std::string& path() const { return path_; }
   uint64_t file_size_bytes() const { return file_size_bytes_; }  // at open
@@ -111,12 +117,16 @@ class ExtentReader {
     uint64_t length = 0;
     uint64_t content_end = 0;  // file offset where the extent's tensors end; past it is padding
     bool sent_direct = false;  // read through the O_DIRECT descriptor: EINVAL means fall back
+    size_t index = 0;          // the extent's chunk_bytes-sized chunk this is
   };
   struct TicketState {
     std::string extent_label;  // "extent layer.3 (layer 3)"
     uint64_t extent_offset = 0;
     uint64_t extent_end = 0;   // offset + size_bytes
     uint64_t chunks_left = 0;  // queued or in flight
+    uint64_t padded_bytes = 0;
+    std::vector<bool> chunk_done;  // by Chunk::index
+    size_t done_prefix = 0;        // chunks 0 .. done_prefix-1 are done
     std::optional<std::string> error;
   };
   enum class ChunkOutcome { kDone, kRequeue };

@@ -1,8 +1,6 @@
 // TieredWeightSource: resident extents loaded once, streamed extents cycled through staging buffers.
 #include "io/tiered_weight_source.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -59,7 +57,7 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
     for (int slot_idx = 0; slot_idx < num_slots; ++slot_idx) {
       staging_buffers_.emplace_back(std::max(staging_bytes, kBufferAlignment),
                                     options.staging_lock);
-      slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, std::nullopt});
+      slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, false});
       free_slots_.push_back(slot_idx);
     }
   }
@@ -68,6 +66,9 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
   for (const AlignedBuffer& buffer : resident_buffers_) buffers.push_back(buffer.span());
   for (const AlignedBuffer& buffer : staging_buffers_) buffers.push_back(buffer.span());
   reader_ = std::make_unique<ExtentReader>(weights_file_, std::move(buffers), options.reader);
+  if (!slots_.empty()) {
+    verifier_ = std::make_unique<ExtentVerifier>(*reader_, static_cast<int>(slots_.size()));
+  }
   CheckFileLength();
   LoadResident();
 }
@@ -120,7 +121,8 @@ void TieredWeightSource::LoadResident() {
     reader_->WaitFor(ticket);
     ++extents_read_;
     const int resident_idx = states_[extent_idx].resident_idx;
-    VerifyChecksum(extents_[extent_idx], resident_buffers_[resident_idx].data());
+    checksum_seconds_ +=
+        CheckExtentBytes(extents_[extent_idx], resident_buffers_[resident_idx].data(), *reader_);
   }
 }
 
@@ -147,11 +149,11 @@ ExtentView TieredWeightSource::Acquire(int extent_idx) {
   if (state.slot_idx < 0) StartRead(extent_idx, TakeSlotForAcquire(extent_idx));
   const int slot_idx = state.slot_idx;
   Slot& slot = slots_[slot_idx];
-  if (slot.ticket) {
+  if (slot.checking) {
     const Clock::time_point wait_start = Clock::now();
-    const ReadTicket ticket = *std::exchange(slot.ticket, std::nullopt);
+    slot.checking = false;
     try {
-      reader_->WaitFor(ticket);
+      verifier_->Wait(slot_idx);
     } catch (const Error&) {
       read_wait_seconds_ += SecondsSince(wait_start);
       FreeSlot(slot_idx);  // nothing valid in it; a later Acquire reads again
@@ -159,13 +161,6 @@ ExtentView TieredWeightSource::Acquire(int extent_idx) {
     }
     read_wait_seconds_ += SecondsSince(wait_start);
     ++extents_read_;
-    const std::byte* data = staging_buffers_[slot_idx].data();
-    try {
-      VerifyChecksum(extents_[extent_idx], data);
-    } catch (const Error&) {
-      FreeSlot(slot_idx);
-      throw;
-    }
   }
   state.acquired = true;
   return MakeView(extent_idx, staging_buffers_[slot_idx].data());
@@ -194,7 +189,7 @@ WeightIoStats TieredWeightSource::stats() const {
   stats.bytes_read = reader_->bytes_read();
   stats.extents_read = extents_read_;
   stats.read_wait_seconds = read_wait_seconds_;
-  stats.checksum_seconds = checksum_seconds_;
+  stats.checksum_seconds = checksum_seconds_ + (verifier_ ? verifier_->checksum_seconds() : 0);
   stats.read_busy_seconds = reader_->busy_seconds();
   return stats;
 }
@@ -222,9 +217,11 @@ std::string TieredWeightSource::Describe() const {
 
 void TieredWeightSource::StartRead(int extent_idx, int slot_idx) {
   Slot& slot = slots_[slot_idx];
-  ZINF_CHECK(slot.extent_idx < 0 && !slot.ticket && !slot.fence, "staging buffer {} is not free",
+  ZINF_CHECK(slot.extent_idx < 0 && !slot.checking && !slot.fence, "staging buffer {} is not free",
              slot_idx);
-  slot.ticket = reader_->Submit(extents_[extent_idx], slot.buffer_idx);
+  const ReadTicket ticket = reader_->Submit(extents_[extent_idx], slot.buffer_idx);
+  verifier_->Enqueue(slot_idx, ticket, extents_[extent_idx], staging_buffers_[slot_idx].data());
+  slot.checking = true;
   slot.extent_idx = extent_idx;
   states_[extent_idx].slot_idx = slot_idx;
 }
@@ -257,9 +254,10 @@ int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
              "cannot acquire {}: all {} staging buffers are acquired; Release one first",
              DescribeExtent(extents_[extent_idx]), slots_.size());
   Slot& slot = slots_[victim];
-  if (slot.ticket) {
+  if (slot.checking) {
+    slot.checking = false;
     try {
-      reader_->WaitFor(*std::exchange(slot.ticket, std::nullopt));
+      verifier_->Wait(victim);
     } catch (const Error&) {
       // The discarded read's error resurfaces if that extent is acquired (and read) again.
     }
@@ -271,26 +269,10 @@ int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
 
 void TieredWeightSource::FreeSlot(int slot_idx) {
   Slot& slot = slots_[slot_idx];
-  ZINF_CHECK(!slot.ticket, "freeing staging buffer {} with a read in flight", slot_idx);
+  ZINF_CHECK(!slot.checking, "freeing staging buffer {} with a read in flight", slot_idx);
   if (slot.extent_idx >= 0) states_[slot.extent_idx].slot_idx = -1;
   slot.extent_idx = -1;
   free_slots_.push_back(slot_idx);
-}
-
-void TieredWeightSource::VerifyChecksum(const ExtentInfo& extent, const std::byte* data) {
-  const Clock::time_point start = Clock::now();
-  const uint64_t actual = XXH3_64bits(data, extent.size_bytes);
-  checksum_seconds_ += SecondsSince(start);
-  if (actual != extent.xxh3) {
-    const std::string mismatch =
-        fmt::format("checksum mismatch in {} of {} at offset {}: expected {:016x}, got {:016x}",
-                    DescribeExtent(extent), weights_file_, extent.offset, extent.xxh3, actual);
-    // Bytes rewritten under a running zinf are not a corrupt checkpoint: say what happened.
-    if (std::optional<std::string> changed = reader_->FileChangedError(mismatch)) {
-      Fail("{}", *changed);
-    }
-    Fail("{}; the file is corrupt — convert again", mismatch);
-  }
 }
 
 ExtentView TieredWeightSource::MakeView(int extent_idx, const std::byte* data) const {

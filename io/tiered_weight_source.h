@@ -12,6 +12,7 @@
 #include "engine/weight_source.h"
 #include "io/aligned_buffer.h"
 #include "io/extent_reader.h"
+#include "io/extent_verifier.h"
 #include "io/weight_source_factory.h"
 
 namespace zinf::io {
@@ -35,8 +36,9 @@ struct TieredOptions {
 //    once, kept for the source's lifetime; Acquire returns the kept bytes.
 //  - kStreamed: read on every pass into one of prefetch_depth + 1 + copy_buffers staging buffers,
 //    each as large as the largest streamed extent and registered with io_uring once.
-//    Prefetch(i) starts the read into the least recently released free buffer; Acquire(i) waits for
-//    it (starting it first if needed) and verifies the XXH3-64 checksum; Release(i) frees the buffer.
+//    Prefetch(i) starts the read into the least recently released free buffer and queues its
+//    XXH3-64 check on the verifier's thread (io/extent_verifier.h), which runs it once the read
+//    lands; Acquire(i) waits for both (starting them first if needed); Release(i) frees the buffer.
 // Release's CopyFence (a device may still be copying the bytes) is kept with a streamed extent's
 // buffer and called just before the buffer takes another read, or when the source is destroyed;
 // a resident extent's is dropped, since its bytes are never overwritten.
@@ -81,10 +83,10 @@ class TieredWeightSource final : public WeightSource {
     bool acquired = false;
   };
   struct Slot {
-    int buffer_idx = 0;                // the reader's index of this staging buffer
-    int extent_idx = -1;               // -1: free
-    std::optional<ReadTicket> ticket;  // set while its read has not been waited for
-    CopyFence fence;  // a free buffer's last extent may still be read by a device: call first
+    int buffer_idx = 0;     // the reader's index of this staging buffer
+    int extent_idx = -1;    // -1: free
+    bool checking = false;  // its read and check are queued on verifier_, not yet waited for
+    CopyFence fence;        // a free buffer's last extent may still be read by a device: call first
   };
 
   void ValidateExtents() const;
@@ -94,7 +96,6 @@ class TieredWeightSource final : public WeightSource {
   int TakeFreeSlot();
   int TakeSlotForAcquire(int extent_idx);
   void FreeSlot(int slot_idx);
-  void VerifyChecksum(const ExtentInfo& extent, const std::byte* data);
   ExtentView MakeView(int extent_idx, const std::byte* data) const;
 
   std::string weights_file_;
@@ -107,6 +108,7 @@ class TieredWeightSource final : public WeightSource {
   std::vector<Slot> slots_;
   std::deque<int> free_slots_;  // least recently released first
   std::unique_ptr<ExtentReader> reader_;
+  std::unique_ptr<ExtentVerifier> verifier_;  // after reader_: joins before the reader goes
   uint64_t extents_read_ = 0;
   double read_wait_seconds_ = 0;
   double checksum_seconds_ = 0;

@@ -82,8 +82,10 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
       planner_detail::CpuAttentionSeconds(checkpoint.config, inputs.workload, plan.kv_bytes, bw);
   plan.checksum_seconds_per_step = plan.streamed_bytes_per_step / (bw.checksum_gbps * 1e9);
   const double products = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  const double work =
-      plan.checksum_seconds_per_step + products + plan.cpu_attention_seconds_per_step;
+  const double checks_in_work =
+      inputs.workload.spare_cores > 0 ? 0.0 : plan.checksum_seconds_per_step;
+  const double work = std::max(plan.checksum_seconds_per_step,
+                               checks_in_work + products + plan.cpu_attention_seconds_per_step);
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const bool overlapped = plan.placement.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
   const double step =

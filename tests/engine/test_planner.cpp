@@ -112,8 +112,8 @@ TEST_CASE("planner: predictions follow the bound") {
 }
 
 TEST_CASE("planner: verifying streamed extents' checksums is part of the step's work") {
-  // Each extent read from disk is checked (XXH3) before its products, on the thread that runs the
-  // step, so that time adds to the work the reads overlap.
+  // Each extent read from disk is checked (XXH3) before its products, on a thread of its own: with
+  // no core to itself, that time adds to the work the reads overlap.
   const Checkpoint model = ShippedConfig("llama-2-7b");
   PlannerInputs inputs = Inputs(model, 8 * kGiB);
   inputs.bandwidths.disk_read_gbps = 1e7;  // the reads take no time
@@ -122,8 +122,19 @@ TEST_CASE("planner: verifying streamed extents' checksums is part of the step's 
   REQUIRE(plan.streamed_bytes_per_step > 0);
   CHECK(plan.checksum_seconds_per_step == Approx(plan.streamed_bytes_per_step / 2e9));
   const double products = std::max(plan.memory_seconds_per_step, plan.compute_seconds_per_step);
-  CHECK(plan.predicted_tokens_per_s == Approx(2 / (plan.checksum_seconds_per_step + products +
-                                                   plan.cpu_attention_seconds_per_step)));
+  const double layers = products + plan.cpu_attention_seconds_per_step;
+  CHECK(plan.predicted_tokens_per_s == Approx(2 / (plan.checksum_seconds_per_step + layers)));
+  // A spare core checks while the layers compute.
+  inputs.workload.spare_cores = 1;
+  inputs.bandwidths.checksum_gbps = 4 * plan.checksum_seconds_per_step / layers;  // half of layers
+  const Plan spare = MakePlan(inputs);
+  REQUIRE(spare.checksum_seconds_per_step < layers);
+  CHECK(spare.predicted_tokens_per_s == Approx(2 / layers));
+  // The checks alone outlast the layers' work: they bound the step.
+  inputs.bandwidths.checksum_gbps = plan.checksum_seconds_per_step / layers;  // twice layers
+  const Plan slow = MakePlan(inputs);
+  REQUIRE(slow.checksum_seconds_per_step > layers);
+  CHECK(slow.predicted_tokens_per_s == Approx(2 / slow.checksum_seconds_per_step));
   // Nothing streamed, nothing to verify each step.
   const Plan resident = MakePlan(Inputs(model, 64 * kGiB));
   CHECK(resident.checksum_seconds_per_step == 0);

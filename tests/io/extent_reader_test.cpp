@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -117,6 +118,39 @@ TEST_CASE("ExtentReader reads a submitted extent to the end while its caller doe
   CHECK(reader.busy_seconds() == busy);
   reader.WaitFor(ticket);
   CHECK(std::memcmp(buffer.data(), weights.contents[1].data(), weights.contents[1].size()) == 0);
+}
+
+TEST_CASE("ExtentReader says how much of an extent has landed from its start, gap-free", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  ReaderOptions options;
+  const IoBackend backend = GENERATE(from_range(std::begin(kAllBackends), std::end(kAllBackends)));
+  const UseIoBackend use_backend(backend, options);
+  INFO(backend);
+  const ExtentInfo& layer = weights.checkpoint.extents[1];  // 3 MiB + 17: four 1 MiB chunks
+  const uint64_t held_offset = layer.offset + (1u << 20);   // the second chunk
+  std::atomic<bool> release{false};
+  options.fault_hook = [&](uint64_t file_offset, uint64_t, int64_t result) -> int64_t {
+    return file_offset == held_offset && !release ? -EAGAIN : result;  // retried until released
+  };
+  AlignedBuffer buffer(layer.padded_bytes, PageLock::kNone);
+  ExtentReader reader(weights.path(), {buffer.span()}, options);
+  const ReadTicket ticket = reader.Submit(layer, 0);
+  // The first chunk lands; the held second one stops the count there, whatever lands after it.
+  CHECK(reader.WaitForBytes(ticket, 0) == (1u << 20));
+  CHECK(std::memcmp(buffer.data(), weights.contents[1].data(), 1u << 20) == 0);
+  release = true;
+  uint64_t landed = 1u << 20;
+  while (landed < layer.padded_bytes) {
+    const uint64_t now = reader.WaitForBytes(ticket, landed);
+    REQUIRE(now > landed);
+    REQUIRE((now % (1u << 20) == 0 || now == layer.padded_bytes));
+    landed = now;
+    const uint64_t content = std::min<uint64_t>(landed, layer.size_bytes);
+    REQUIRE(std::memcmp(buffer.data(), weights.contents[1].data(), content) == 0);
+  }
+  CHECK(reader.WaitForBytes(ticket, layer.padded_bytes) == layer.padded_bytes);  // ended: at once
+  CHECK_NOTHROW(reader.WaitFor(ticket));
 }
 
 TEST_CASE("ExtentReader reads through a pread pool that could start no thread", "[io]") {

@@ -1,0 +1,145 @@
+// ExtentVerifier: checks land off the caller's thread, failures reach Wait once, slots are reused.
+#include "io/extent_verifier.h"
+
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "engine/error.h"
+#include "io/aligned_buffer.h"
+#include "io/tiered_weight_source.h"
+#include "tests/io/synthetic_weights.h"
+
+namespace zinf::io {
+namespace {
+
+using Catch::Matchers::Contains;
+using namespace std::chrono_literals;
+using testing::SyntheticWeights;
+
+// One staging buffer per extent, as large as that extent, and a reader over them.
+struct Staged {
+  std::vector<AlignedBuffer> buffers;
+  std::unique_ptr<ExtentReader> reader;
+
+  explicit Staged(const SyntheticWeights& weights, const ReaderOptions& options = {}) {
+    std::vector<std::span<std::byte>> spans;
+    for (const ExtentInfo& extent : weights.checkpoint.extents) {
+      buffers.emplace_back(extent.padded_bytes, PageLock::kNone);
+      spans.push_back(buffers.back().span());
+    }
+    reader = std::make_unique<ExtentReader>(weights.path(), spans, options);
+  }
+};
+
+// Polls until the verifier has hashed something, for at most `limit`.
+bool HashedWithin(const ExtentVerifier& verifier, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (verifier.checksum_seconds() == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST_CASE("ExtentVerifier checks each read on its own thread as the read lands", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  Staged staged(weights);
+  const auto& extents = weights.checkpoint.extents;
+  ExtentVerifier verifier(*staged.reader, static_cast<int>(extents.size()));
+  for (size_t idx = 0; idx < extents.size(); ++idx) {
+    const int slot = static_cast<int>(idx);
+    verifier.Enqueue(slot, staged.reader->Submit(extents[idx], slot), extents[idx],
+                     staged.buffers[idx].data());
+    CHECK(verifier.Pending(slot));
+  }
+  // Nobody waits, yet the checks run: the hashing is not the waiting thread's work.
+  CHECK(HashedWithin(verifier, 30s));
+  for (size_t idx = extents.size(); idx-- > 0;) {  // out of order on purpose
+    verifier.Wait(static_cast<int>(idx));
+    CHECK_FALSE(verifier.Pending(static_cast<int>(idx)));
+  }
+  // A slot waited for takes the next job.
+  verifier.Enqueue(0, staged.reader->Submit(extents[0], 0), extents[0], staged.buffers[0].data());
+  verifier.Wait(0);
+  CHECK_THROWS_WITH(verifier.Wait(0), Contains("no check to wait for"));
+}
+
+TEST_CASE("ExtentVerifier hands a mismatch to Wait once and stays usable", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  const ExtentInfo& corrupted = weights.checkpoint.extents[1];  // layer.0
+  testing::FlipByte(weights.path(), corrupted.offset + 7);
+  Staged staged(weights);
+  const auto& extents = weights.checkpoint.extents;
+  ExtentVerifier verifier(*staged.reader, 2);
+  verifier.Enqueue(0, staged.reader->Submit(extents[1], 1), extents[1], staged.buffers[1].data());
+  verifier.Enqueue(1, staged.reader->Submit(extents[2], 2), extents[2], staged.buffers[2].data());
+  CHECK_THROWS_WITH(verifier.Wait(0), Contains("checksum mismatch in extent layer.0 (layer 0)") &&
+                                          Contains(weights.path()) && Contains("convert again"));
+  CHECK_NOTHROW(verifier.Wait(1));  // the next job is unaffected
+  verifier.Enqueue(0, staged.reader->Submit(extents[2], 2), extents[2], staged.buffers[2].data());
+  CHECK_NOTHROW(verifier.Wait(0));
+}
+
+TEST_CASE("ExtentVerifier reports a failed read as that, not as a mismatch", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  const ExtentInfo& layer = weights.checkpoint.extents[1];  // four 1 MiB chunks
+  const uint64_t failing_offset = layer.offset + (2u << 20);
+  ReaderOptions options;
+  options.fault_hook = [&](uint64_t file_offset, uint64_t, int64_t result) -> int64_t {
+    return file_offset == failing_offset ? -EIO : result;
+  };
+  Staged staged(weights, options);
+  ExtentVerifier verifier(*staged.reader, 1);
+  verifier.Enqueue(0, staged.reader->Submit(layer, 1), layer, staged.buffers[1].data());
+  CHECK_THROWS_WITH(verifier.Wait(0), Contains("at byte " + std::to_string(failing_offset)) &&
+                                          Contains(std::strerror(EIO)) &&
+                                          !Contains("checksum mismatch"));
+}
+
+TEST_CASE("ExtentVerifier can be destroyed with checks queued and never waited for", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  Staged staged(weights);
+  const auto& extents = weights.checkpoint.extents;
+  {
+    ExtentVerifier verifier(*staged.reader, static_cast<int>(extents.size()));
+    for (size_t idx = 0; idx < extents.size(); ++idx) {
+      const int slot = static_cast<int>(idx);
+      verifier.Enqueue(slot, staged.reader->Submit(extents[idx], slot), extents[idx],
+                       staged.buffers[idx].data());
+    }
+  }
+  // The reader still serves reads afterwards; the dropped jobs' reads were drained or finish.
+  const ReadTicket ticket = staged.reader->Submit(extents[0], 0);
+  CHECK_NOTHROW(staged.reader->WaitFor(ticket));
+}
+
+TEST_CASE("a streamed source's prefetched extent is checked before it is acquired", "[io]") {
+  SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  TieredOptions options;
+  options.prefetch_depth = 1;
+  TieredWeightSource source(
+      weights.checkpoint,
+      std::vector<WeightPlacement>(weights.checkpoint.extents.size(), WeightPlacement::kStreamed),
+      options);
+  source.Prefetch(0);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (source.stats().checksum_seconds == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(source.stats().checksum_seconds > 0);
+  CHECK(source.Acquire(0).bytes.size() == weights.contents[0].size());
+  source.Release(0);
+}
+
+}  // namespace
+}  // namespace zinf::io
