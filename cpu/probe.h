@@ -29,7 +29,7 @@ inline constexpr int kDramProbeVersion = 2;
 
 // The CPU backend's matmul rate (GFLOP/s) multiplying each of `token_counts` tokens by a 4096 ×
 // 4096 weight stored as `weights` (f32, f16, int8, or int4 in groups of 64), read from DRAM (the
-// weight is evicted from the caches before each pass); each the best of 3 after a warm-up.
+// weight is evicted from the caches before each pass); each the median of 5 after a warm-up.
 std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
                                         std::span<const int> token_counts);
 

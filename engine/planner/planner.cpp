@@ -91,14 +91,18 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
   const double step =
       overlapped ? std::max(plan.io_seconds_per_step, work) : plan.io_seconds_per_step + work;
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
-  // The bound is the largest part of the step.
-  const double largest =
-      std::max({plan.io_seconds_per_step, products, plan.cpu_attention_seconds_per_step});
-  if (largest == plan.io_seconds_per_step) {
+  // The bound names what sets the step's length: with prefetching the reads when they outlast the
+  // layers' work, else the largest part of that work; without it, the largest part of all.
+  const double attention = plan.cpu_attention_seconds_per_step;
+  const double checks = plan.checksum_seconds_per_step;
+  const double largest_work = std::max({products, attention, checks});
+  if (plan.io_seconds_per_step >= (overlapped ? work : largest_work)) {
     plan.bound = Bound::kDisk;
-  } else if (largest == plan.cpu_attention_seconds_per_step) {
+  } else if (largest_work == checks) {
+    plan.bound = Bound::kChecksum;
+  } else if (largest_work == attention) {
     plan.bound = Bound::kCpuAttention;
-  } else if (largest == plan.memory_seconds_per_step) {
+  } else if (largest_work == plan.memory_seconds_per_step) {
     plan.bound = Bound::kMemory;
   } else {
     plan.bound = Bound::kCompute;
@@ -120,6 +124,7 @@ const char* BoundName(Bound bound) {
     case Bound::kGpuAttention: return "gpu-attention";
     case Bound::kDequant: return "dequant";
     case Bound::kHostLogits: return "host-logits";
+    case Bound::kChecksum: return "checksums";
   }
   return "?";
 }

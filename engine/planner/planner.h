@@ -17,7 +17,8 @@
 
 namespace zinf {
 
-// What a decode step's time is bounded by. CPU plans: disk, memory or compute; CUDA plans: disk,
+// What a decode step's time is bounded by. CPU plans: disk, memory, compute, cpu-attention or
+// checksums (verifying the streamed extents, on CPUs slow at it); CUDA plans: disk,
 // pcie, hbm, compute, cpu-attention (reading an offloaded KV cache from DRAM) or cpu-experts
 // (the CPU computing the experts the device does not hold).
 enum class Bound : uint8_t {
@@ -32,6 +33,7 @@ enum class Bound : uint8_t {
   kGpuAttention,  // CUDA: the attention walks over the device's KV cache
   kDequant,       // CUDA: int8/int4 matrices dequantised to bf16 before their GEMMs
   kHostLogits,    // CUDA: the logits' way to the host and the sampler's picks there
+  kChecksum,      // CPU: verifying the streamed extents' checksums
 };
 const char* BoundName(Bound bound);
 

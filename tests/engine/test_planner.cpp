@@ -135,6 +135,18 @@ TEST_CASE("planner: verifying streamed extents' checksums is part of the step's 
   const Plan slow = MakePlan(inputs);
   REQUIRE(slow.checksum_seconds_per_step > layers);
   CHECK(slow.predicted_tokens_per_s == Approx(2 / slow.checksum_seconds_per_step));
+  CHECK(slow.bound == Bound::kChecksum);
+  // Reads that take longer than the products but not than products and checks: the work binds.
+  inputs.workload.spare_cores = 0;
+  inputs.bandwidths.checksum_gbps = 2;
+  inputs.bandwidths.disk_read_gbps =
+      plan.streamed_bytes_per_step / ((products + plan.checksum_seconds_per_step / 2) * 1e9);
+  const Plan work_bound = MakePlan(inputs);
+  const double its_products =
+      std::max(work_bound.memory_seconds_per_step, work_bound.compute_seconds_per_step);
+  REQUIRE(work_bound.io_seconds_per_step > its_products);
+  REQUIRE(work_bound.io_seconds_per_step < its_products + work_bound.checksum_seconds_per_step);
+  CHECK(work_bound.bound != Bound::kDisk);
   // Nothing streamed, nothing to verify each step.
   const Plan resident = MakePlan(Inputs(model, 64 * kGiB));
   CHECK(resident.checksum_seconds_per_step == 0);
