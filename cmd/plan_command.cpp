@@ -163,6 +163,10 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
       fmt::print(", CPU experts {:.3f} s (DRAM {:.1f} GB/s; after the GPU's, on its stream)",
                  plan.cpu_experts_seconds_per_step, bw.dram_read_gbps);
     }
+    if (plan.checksum_seconds_per_step > 0) {
+      fmt::print(", verify checksums {:.3f} s (on a host thread, as the reads land)",
+                 plan.checksum_seconds_per_step);
+    }
     fmt::print("\n");
   } else {
     const int rows = std::max(inputs.workload.batch_size, 1);

@@ -50,6 +50,9 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
   const Workload& workload = inputs.workload;
   const int batch = std::max(workload.batch_size, 1);
   plan.io_seconds_per_step = plan.streamed_bytes_per_step / (bw.disk_read_gbps * 1e9);
+  // Each extent read from disk is hashed on the host's verifier thread as its chunks land, beside
+  // the reads and the device's work: it binds only where hashing is slower than the disk.
+  plan.checksum_seconds_per_step = plan.streamed_bytes_per_step / (bw.checksum_gbps * 1e9);
   // Every extent not held on the device is copied each step it is used: experts at their
   // expected routed share; everything the step uses is read from device memory once. Experts the
   // CPU computes stay where they are, and the CPU's time for them adds to the layer's.
@@ -124,8 +127,9 @@ void PredictCuda(const PlannerInputs& inputs, Plan& plan) {
       std::max_element(std::begin(stream_parts), std::end(stream_parts),
                        [](const auto& a, const auto& b) { return a.first < b.first; })
           ->second;
-  const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step, stream_seconds};
-  const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound};
+  const double parts[] = {plan.io_seconds_per_step, plan.h2d_seconds_per_step, stream_seconds,
+                          plan.checksum_seconds_per_step};
+  const Bound bounds[] = {Bound::kDisk, Bound::kPcie, stream_bound, Bound::kChecksum};
   const size_t slowest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
   plan.bound = bounds[slowest];
   const double step = parts[slowest];

@@ -45,7 +45,7 @@ inline constexpr int kLaunchesPerLayer = 21;
 struct Bandwidths {
   double disk_read_gbps = 2.0;  // O_DIRECT sequential read of the weights file's device
   // Verifying a streamed extent's checksum (XXH3-64 from DRAM, one thread), which the step waits
-  // for before the extent's products; a thread of its own does it while the products run.
+  // for before the extent's products; a thread of its own does it as the extent's chunks land.
   double checksum_gbps = 10.0;
   double dram_read_gbps = 20.0;   // all threads streaming from DRAM
   double h2d_gbps = 25.0;         // pinned host → device copies (CUDA; PCIe 4.0 x16 ≈ 25)
@@ -174,7 +174,7 @@ struct Plan {
   // checksums unless a spare core does that (the work is never less than the checks' own time);
   // tokens/s = batch / step.
   double io_seconds_per_step = 0;
-  double checksum_seconds_per_step = 0;
+  double checksum_seconds_per_step = 0;  // CUDA too, where it binds only when slower than the disk
   double memory_seconds_per_step = 0;
   double compute_seconds_per_step = 0;
   double predicted_tokens_per_s = 0;

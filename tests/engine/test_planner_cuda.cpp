@@ -109,6 +109,23 @@ TEST_CASE("cuda planner: the prediction is the slowest part of a step") {
   CHECK(plan.predicted_tokens_per_s == Approx(4 / plan.h2d_seconds_per_step));
 }
 
+TEST_CASE("cuda planner: hashing what is read from disk binds only when slower than the disk") {
+  // The verifier thread hashes each extent as its chunks land, beside the reads and the device.
+  const Checkpoint model = ShippedConfig("opt-30b");
+  PlannerInputs inputs = CudaInputs(model, 16 * kGiB, 24 * kGiB);
+  inputs.bandwidths.disk_read_gbps = 6;
+  inputs.bandwidths.checksum_gbps = 10;
+  const Plan fast = MakePlan(inputs);
+  REQUIRE(fast.streamed_bytes_per_step > 0);
+  CHECK(fast.checksum_seconds_per_step ==
+        Approx(static_cast<double>(fast.streamed_bytes_per_step) / 10e9));
+  CHECK(fast.bound == Bound::kDisk);
+  inputs.bandwidths.checksum_gbps = 3;  // a slow core: hashing outlasts the reads
+  const Plan slow = MakePlan(inputs);
+  CHECK(slow.bound == Bound::kChecksum);
+  CHECK(slow.predicted_tokens_per_s == Approx(8 / slow.checksum_seconds_per_step));
+}
+
 TEST_CASE("cuda planner: an offloaded cache's CPU attention adds to the compute stream's time") {
   // The CPU attends in host callbacks of the compute stream: the GPU's work and the CPU's add up,
   // while the weight copies run beside both.
