@@ -36,6 +36,16 @@ struct Staged {
   }
 };
 
+// Submits each extent's read into the staging buffer of its index and queues its check in the
+// slot of that index.
+void EnqueueAll(ExtentVerifier& verifier, Staged& staged, const std::vector<ExtentInfo>& extents) {
+  for (size_t idx = 0; idx < extents.size(); ++idx) {
+    const int slot = static_cast<int>(idx);
+    verifier.Enqueue(slot, staged.reader->Submit(extents[idx], slot), extents[idx],
+                     staged.buffers[idx].data());
+  }
+}
+
 // Polls until the verifier has hashed something, for at most `limit`.
 bool HashedWithin(const ExtentVerifier& verifier, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -52,12 +62,8 @@ TEST_CASE("ExtentVerifier checks each read on its own thread as the read lands",
   Staged staged(weights);
   const auto& extents = weights.checkpoint.extents;
   ExtentVerifier verifier(*staged.reader, static_cast<int>(extents.size()));
-  for (size_t idx = 0; idx < extents.size(); ++idx) {
-    const int slot = static_cast<int>(idx);
-    verifier.Enqueue(slot, staged.reader->Submit(extents[idx], slot), extents[idx],
-                     staged.buffers[idx].data());
-    CHECK(verifier.Pending(slot));
-  }
+  EnqueueAll(verifier, staged, extents);
+  CHECK(verifier.Pending(0));
   // Nobody waits, yet the checks run: the hashing is not the waiting thread's work.
   CHECK(HashedWithin(verifier, 30s));
   for (size_t idx = extents.size(); idx-- > 0;) {  // out of order on purpose
@@ -111,11 +117,7 @@ TEST_CASE("ExtentVerifier can be destroyed with checks queued and never waited f
   const auto& extents = weights.checkpoint.extents;
   {
     ExtentVerifier verifier(*staged.reader, static_cast<int>(extents.size()));
-    for (size_t idx = 0; idx < extents.size(); ++idx) {
-      const int slot = static_cast<int>(idx);
-      verifier.Enqueue(slot, staged.reader->Submit(extents[idx], slot), extents[idx],
-                       staged.buffers[idx].data());
-    }
+    EnqueueAll(verifier, staged, extents);
   }
   // The reader still serves reads afterwards; the dropped jobs' reads were drained or finish.
   const ReadTicket ticket = staged.reader->Submit(extents[0], 0);
