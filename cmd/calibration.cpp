@@ -163,6 +163,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.cpu_attention_gflops = cpu::MeasureAttentionGflops(num_threads);
   rates.host_sample_seconds_per_logit = GreedyPickSecondsPerLogit();
   rates.measured = true;
+  rates.cpu_threads = num_threads;
   // A GPU's rates too, where there is one: streamed plans are bound by its link.
   const bool gpu = cuda::CudaBuilt() && cuda::CudaUnavailableReason().empty();
   if (gpu) {
@@ -242,6 +243,7 @@ std::optional<Bandwidths> LoadCalibration() {
     rates.host_sample_seconds_per_logit =
         json.value("host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit);
     rates.gpu_measured = json.contains("h2d_gbps");
+    rates.cpu_threads = json.value("threads", 0);
     rates.measured = true;
     return rates;
   } catch (const nlohmann::json::exception& error) {

@@ -51,6 +51,20 @@ Bandwidths RatesFor(const RateOverrides& given) {
   return rates;
 }
 
+// The CPU's calibrated rates hold for the thread count they were measured with: say so, once a
+// process, when a run uses another.
+void WarnIfCalibratedForOtherThreads(const PlannerInputs& inputs, int threads) {
+  const int measured = inputs.bandwidths.cpu_threads;
+  static bool warned = false;
+  if (warned || inputs.backend != BackendKind::kCpu || measured <= 0 || measured == threads) return;
+  warned = true;
+  spdlog::warn("the calibration in {} measured the CPU's rates with {} thread{}; this run uses {}, "
+               "and the plan predicts as if it had {} — run zinf calibrate --threads {} for this "
+               "thread count",
+               CalibrationCachePath(), measured, measured == 1 ? "" : "s", threads, measured,
+               threads);
+}
+
 ModelLimits LimitsFor(const Checkpoint& checkpoint, const SessionOptions& options) {
   if (options.batch_size < 0) Fail("--batch-size must be at least 1, got {}", options.batch_size);
   if (options.micro_batch_tokens < 0) {
@@ -105,6 +119,7 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.spare_cores =
       std::max(static_cast<int>(std::thread::hardware_concurrency()) - options.cpu_threads(), 0);
   inputs.bandwidths = RatesFor(options.rates);
+  WarnIfCalibratedForOtherThreads(inputs, options.cpu_threads());
   return inputs;
 }
 

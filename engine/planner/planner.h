@@ -75,7 +75,9 @@ struct Bandwidths {
   double gpu_logits_d2h_gbps = 4.0;  // device → pinned staging → the sampler's buffer
   double host_sample_seconds_per_logit = 1e-9;  // a greedy pick, per logit
   bool measured = false;
-  bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
+  bool gpu_measured = false;
+  int cpu_threads =
+      0;  // the threads the CPU's rates were measured with (0: not known)  // h2d, device_gbps and device_tflops came from a GPU's calibration
 
   // The CPU's product rate with `weights` when `tokens` rows are multiplied at once.
   double GflopsFor(DType weights, double tokens) const;

@@ -127,8 +127,17 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
       if (i > 0) CHECK(sizes[i][0].get<int>() > sizes[i - 1][0].get<int>());
     }
   }
-  const CliResult plan = RunZinf({"plan", "--model", ConvertedStories260KDir()}, "", with_cache);
+  const CliResult plan =
+      RunZinf({"plan", "--model", ConvertedStories260KDir(), "--threads", "1"}, "", with_cache);
   CHECK(plan.out.find("measured by zinf calibrate") != std::string::npos);
+  CHECK(plan.err.find("measured the CPU's rates") == std::string::npos);
+  // Rates measured with one thread do not predict three: the run says so.
+  const CliResult three_threads =
+      RunZinf({"plan", "--model", ConvertedStories260KDir(), "--threads", "3"}, "", with_cache);
+  REQUIRE(three_threads.exit_code == 0);
+  CHECK(three_threads.err.find("measured the CPU's rates with 1 thread; this run uses 3") !=
+        std::string::npos);
+  CHECK(three_threads.err.find("zinf calibrate --threads 3") != std::string::npos);
 
   // A size table that cannot be read off is set aside with a warning; the rest still serves.
   nlohmann::json unordered = rates;
