@@ -16,8 +16,8 @@ namespace zinf {
 struct WeightIoStats {
   uint64_t bytes_read = 0;  // from storage, all extents, including the initial resident load
   uint64_t extents_read = 0;
-  double read_wait_seconds = 0;  // time Acquire spent blocked on I/O
-  double checksum_seconds = 0;
+  double read_wait_seconds = 0;  // time Acquire spent blocked on I/O and its checksum check
+  double checksum_seconds = 0;   // hashing, on whichever thread did it
   // Time with at least one read pending: bytes_read ÷ this is the rate storage delivered while
   // zinf read from it, whether or not compute kept up.
   double read_busy_seconds = 0;

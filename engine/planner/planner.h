@@ -19,8 +19,8 @@ namespace zinf {
 
 // What a decode step's time is bounded by. CPU plans: disk, memory, compute, cpu-attention or
 // checksums (verifying the streamed extents, on CPUs slow at it); CUDA plans: disk,
-// pcie, hbm, compute, cpu-attention (reading an offloaded KV cache from DRAM) or cpu-experts
-// (the CPU computing the experts the device does not hold).
+// pcie, hbm, compute, cpu-attention (reading an offloaded KV cache from DRAM), cpu-experts
+// (the CPU computing the experts the device does not hold), checksums or the kernels' costs.
 enum class Bound : uint8_t {
   kDisk,
   kMemory,
@@ -33,7 +33,7 @@ enum class Bound : uint8_t {
   kGpuAttention,  // CUDA: the attention walks over the device's KV cache
   kDequant,       // CUDA: int8/int4 matrices dequantised to bf16 before their GEMMs
   kHostLogits,    // CUDA: the logits' way to the host and the sampler's picks there
-  kChecksum,      // CPU: verifying the streamed extents' checksums
+  kChecksum,      // the host's verifier thread checking what is read from disk
 };
 const char* BoundName(Bound bound);
 
@@ -75,9 +75,8 @@ struct Bandwidths {
   double gpu_logits_d2h_gbps = 4.0;  // device → pinned staging → the sampler's buffer
   double host_sample_seconds_per_logit = 1e-9;  // a greedy pick, per logit
   bool measured = false;
-  bool gpu_measured = false;
-  int cpu_threads =
-      0;  // the threads the CPU's rates were measured with (0: not known)  // h2d, device_gbps and device_tflops came from a GPU's calibration
+  bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
+  int cpu_threads = 0;        // the threads the CPU's rates were measured with (0: not known)
 
   // The CPU's product rate with `weights` when `tokens` rows are multiplied at once.
   double GflopsFor(DType weights, double tokens) const;
