@@ -57,7 +57,7 @@ TieredWeightSource::TieredWeightSource(const Checkpoint& checkpoint,
     for (int slot_idx = 0; slot_idx < num_slots; ++slot_idx) {
       staging_buffers_.emplace_back(std::max(staging_bytes, kBufferAlignment),
                                     options.staging_lock);
-      slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, false});
+      slots_.push_back({static_cast<int>(resident_buffers_.size()) + slot_idx, -1, {}});
       free_slots_.push_back(slot_idx);
     }
   }
@@ -148,10 +148,8 @@ ExtentView TieredWeightSource::Acquire(int extent_idx) {
 
   if (state.slot_idx < 0) StartRead(extent_idx, TakeSlotForAcquire(extent_idx));
   const int slot_idx = state.slot_idx;
-  Slot& slot = slots_[slot_idx];
-  if (slot.checking) {
+  if (verifier_->Pending(slot_idx)) {
     const Clock::time_point wait_start = Clock::now();
-    slot.checking = false;
     try {
       verifier_->Wait(slot_idx);
     } catch (const Error&) {
@@ -217,11 +215,10 @@ std::string TieredWeightSource::Describe() const {
 
 void TieredWeightSource::StartRead(int extent_idx, int slot_idx) {
   Slot& slot = slots_[slot_idx];
-  ZINF_CHECK(slot.extent_idx < 0 && !slot.checking && !slot.fence, "staging buffer {} is not free",
-             slot_idx);
+  ZINF_CHECK(slot.extent_idx < 0 && !verifier_->Pending(slot_idx) && !slot.fence,
+             "staging buffer {} is not free", slot_idx);
   const ReadTicket ticket = reader_->Submit(extents_[extent_idx], slot.buffer_idx);
   verifier_->Enqueue(slot_idx, ticket, extents_[extent_idx], staging_buffers_[slot_idx].data());
-  slot.checking = true;
   slot.extent_idx = extent_idx;
   states_[extent_idx].slot_idx = slot_idx;
 }
@@ -254,8 +251,7 @@ int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
              "cannot acquire {}: all {} staging buffers are acquired; Release one first",
              DescribeExtent(extents_[extent_idx]), slots_.size());
   Slot& slot = slots_[victim];
-  if (slot.checking) {
-    slot.checking = false;
+  if (verifier_->Pending(victim)) {
     try {
       verifier_->Wait(victim);
     } catch (const Error&) {
@@ -269,7 +265,8 @@ int TieredWeightSource::TakeSlotForAcquire(int extent_idx) {
 
 void TieredWeightSource::FreeSlot(int slot_idx) {
   Slot& slot = slots_[slot_idx];
-  ZINF_CHECK(!slot.checking, "freeing staging buffer {} with a read in flight", slot_idx);
+  ZINF_CHECK(!verifier_->Pending(slot_idx), "freeing staging buffer {} with a read in flight",
+             slot_idx);
   if (slot.extent_idx >= 0) states_[slot.extent_idx].slot_idx = -1;
   slot.extent_idx = -1;
   free_slots_.push_back(slot_idx);

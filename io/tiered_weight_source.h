@@ -83,10 +83,9 @@ class TieredWeightSource final : public WeightSource {
     bool acquired = false;
   };
   struct Slot {
-    int buffer_idx = 0;     // the reader's index of this staging buffer
-    int extent_idx = -1;    // -1: free
-    bool checking = false;  // its read and check are queued on verifier_, not yet waited for
-    CopyFence fence;        // a free buffer's last extent may still be read by a device: call first
+    int buffer_idx = 0;   // the reader's index of this staging buffer
+    int extent_idx = -1;  // -1: free; its read and check are verifier_'s until waited for
+    CopyFence fence;      // a free buffer's last extent may still be read by a device: call first
   };
 
   void ValidateExtents() const;

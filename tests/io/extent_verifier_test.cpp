@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "engine/error.h"
@@ -46,10 +47,10 @@ void EnqueueAll(ExtentVerifier& verifier, Staged& staged, const std::vector<Exte
   }
 }
 
-// Polls until the verifier has hashed something, for at most `limit`.
-bool HashedWithin(const ExtentVerifier& verifier, std::chrono::seconds limit) {
+// Polls `hashed` (a checksum_seconds figure) until it is above 0, for at most `limit`.
+bool HashedWithin(const std::function<double()>& hashed, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (verifier.checksum_seconds() == 0) {
+  while (hashed() == 0) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(1ms);
   }
@@ -65,7 +66,7 @@ TEST_CASE("ExtentVerifier checks each read on its own thread as the read lands",
   EnqueueAll(verifier, staged, extents);
   CHECK(verifier.Pending(0));
   // Nobody waits, yet the checks run: the hashing is not the waiting thread's work.
-  CHECK(HashedWithin(verifier, 30s));
+  CHECK(HashedWithin([&] { return verifier.checksum_seconds(); }, 30s));
   for (size_t idx = extents.size(); idx-- > 0;) {  // out of order on purpose
     verifier.Wait(static_cast<int>(idx));
     CHECK_FALSE(verifier.Pending(static_cast<int>(idx)));
@@ -134,11 +135,7 @@ TEST_CASE("a streamed source's prefetched extent is checked before it is acquire
       std::vector<WeightPlacement>(weights.checkpoint.extents.size(), WeightPlacement::kStreamed),
       options);
   source.Prefetch(0);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (source.stats().checksum_seconds == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
-  CHECK(source.stats().checksum_seconds > 0);
+  CHECK(HashedWithin([&] { return source.stats().checksum_seconds; }, 30s));
   CHECK(source.Acquire(0).bytes.size() == weights.contents[0].size());
   source.Release(0);
 }
