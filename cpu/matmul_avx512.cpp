@@ -5,9 +5,10 @@
 // rows × 4 token pairs keeps 24 accumulators in registers. The token pairs come from L2 and the
 // weight rows from L1, so tall tiles win: 6 × 4 measured 1.25× faster than 4 × 6 (one thread,
 // 128 tokens, 768- and 2048-wide rows), and 8 × 3 in between. f16 and bf16 weights are converted
-// to f32 in each tile or, where the start-up measurement found it faster (PairTiling), widened a
-// span at a time into a per-thread buffer that the f32 tiles then read. Full tiles set their sums
-// aside for cpu/pair_tile_outputs.h to write 48 rows at a time.
+// to f32 in each tile or, where the start-up measurement found it faster (PairTiling) and a block
+// has tiles enough to share it, widened a span at a time into a per-thread buffer that the f32
+// tiles then read. Full tiles set their sums aside for cpu/pair_tile_outputs.h to write 48 rows
+// at a time.
 #include "cpu/matmul_avx512.h"
 
 #include <immintrin.h>
@@ -369,6 +370,12 @@ void RunRowGroup(const float* x, int64_t x_stride, int64_t num_tokens, const flo
   }
 }
 
+// Token pairs per block: blocks stay in L2 while every row tile passes over them.
+int64_t PairBlock(int64_t chunks, const PairTiling& tiling) {
+  return std::max<int64_t>(kTilePairs, tiling.block_bytes / std::max<int64_t>(chunks * 64, 1) /
+                                           kTilePairs * kTilePairs);
+}
+
 template <DType kDType, DType kLoad>
 void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
@@ -376,9 +383,7 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
   const int64_t chunks = w.cols / 8;
   const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
-  // Pairs in blocks that stay in L2 while every row tile passes over them.
-  const int64_t block = std::max<int64_t>(
-      kTilePairs, tiling.block_bytes / std::max<int64_t>(chunks * 64, 1) / kTilePairs * kTilePairs);
+  const int64_t block = PairBlock(chunks, tiling);
   static_assert(kTileRows == pair_outputs::kGroupRows);
   for (int64_t pair_begin = 0; pair_begin < pairs; pair_begin += block) {
     const int64_t pair_end = std::min(pairs, pair_begin + block);
@@ -424,7 +429,16 @@ void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, cons
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
                       int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
   if constexpr (kDType != DType::kF32) {
-    if (kDType == DType::kF16 ? tiling.widen_f16 : tiling.widen_bf16) {
+    // Rows widened a span at a time serve every pair tile of a block; widened in a burst before
+    // the tiles run, they wait on memory. With up to 2 tiles (up to 16 tokens, or rows too wide
+    // for a block of 24) converting in each tile was faster: f16 from DRAM, one thread, old and
+    // new code in alternating calls: 2 and 8 tokens 1.33-1.59x (2048 x 5632, 5632 x 2048, 5120 x
+    // 13824), 16 tokens 1.20-1.25x, 5120 x 13824 (blocks of 16 tokens) at 24-64 tokens
+    // 1.18-1.32x; 3 or more tiles level with widening or slower (2048 x 5632, 32 tokens: 0.91x).
+    const int64_t pairs = (num_tokens + 1) / 2;
+    const int64_t tiles = std::min(pairs, PairBlock(w.cols / 8, tiling)) / kTilePairs;
+    if ((kDType == DType::kF16 ? tiling.widen_f16 : tiling.widen_bf16) &&
+        tiles >= tiling.widen_min_tiles) {
       return MatMulPairs<kDType, DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
                                               row_begin, row_end, x_version, tiling);
     }

@@ -26,6 +26,9 @@ struct PairTiling {
   // prefill 1.05x faster than with 768 KiB, 110M unchanged. Not measured per CPU (320 KiB-1.6 MiB
   // were within 5% of each other on an Emerald Rapids guest); tests pin small blocks.
   int64_t block_bytes = int64_t{1280} << 10;
+  // Rows are widened a span at a time (widen_f16, widen_bf16) only where a block holds at least
+  // this many pair tiles to share them; with fewer, each tile converts (cpu/matmul_avx512.cpp).
+  int64_t widen_min_tiles = 3;
 };
 
 // The tiling products use: pinned by PinPairTiling, else measured once per process.

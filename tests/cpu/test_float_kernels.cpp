@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -117,13 +118,23 @@ TEST_CASE("float matmul: the AVX2 panel walk equals the portable kernel in any s
 
 TEST_CASE("float matmul: the AVX-512 kernel equals the portable one bit for bit", "[avx512]") {
   // Every tiling the start-up measurement can pick, and 4 KiB spans (several even in short rows),
-  // in the default blocks and in blocks of 4 pairs (27 tokens in 4).
+  // in the default blocks and in blocks of 4 pairs (27 tokens in 4); f16 and bf16 rows converted
+  // in each tile, widened a span at a time for any number of tiles, and widened only where a
+  // block has the default's tiles (converted in each tile where fewer).
+  struct Conversion {
+    bool widen;
+    int64_t widen_min_tiles;
+  };
   for (const int64_t span_bytes : {int64_t{16} << 10, int64_t{0}, int64_t{4} << 10}) {
-    for (const bool widen : {false, true}) {
+    for (const Conversion conversion : {Conversion{false, 1}, Conversion{true, 1},
+                                        Conversion{true, cpu::PairTiling{}.widen_min_tiles}}) {
       for (const int64_t block_bytes : {cpu::PairTiling{}.block_bytes, int64_t{64}}) {
-        INFO("span bytes " << span_bytes << (widen ? ", f16/bf16 widened" : ", converted per tile")
-                           << ", blocks of " << block_bytes << " bytes");
-        cpu::PinPairTiling(cpu::PairTiling{span_bytes, widen, widen, block_bytes});
+        INFO("span bytes " << span_bytes << ", blocks of " << block_bytes << " bytes, f16/bf16 "
+                           << (conversion.widen ? "widened where a block has tiles: " +
+                                                      std::to_string(conversion.widen_min_tiles)
+                                                : std::string("converted in each tile")));
+        cpu::PinPairTiling(cpu::PairTiling{span_bytes, conversion.widen, conversion.widen,
+                                           block_bytes, conversion.widen_min_tiles});
         CheckMatMulLevel(cpu::CpuIsa::kAvx512);
       }
     }
