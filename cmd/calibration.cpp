@@ -1,4 +1,4 @@
-// Calibrate and its JSON cache.
+// Calibrate: the measurements behind the planner's rates on this machine.
 #include "cmd/calibration.h"
 
 #include <fcntl.h>
@@ -10,12 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "cpu/probe.h"
@@ -30,33 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The GPU's rates as the cache stores them; a calibration without a GPU stores none.
-constexpr std::pair<const char*, double Bandwidths::*> kGpuRates[] = {
-    {"h2d_gbps", &Bandwidths::h2d_gbps},
-    {"device_gbps", &Bandwidths::device_gbps},
-    {"device_tflops", &Bandwidths::device_tflops},
-    {"gpu_layer_launch_seconds", &Bandwidths::gpu_layer_launch_seconds},
-    {"gpu_attention_lone_key_seconds", &Bandwidths::gpu_attention_lone_key_seconds},
-    {"gpu_attention_key_seconds", &Bandwidths::gpu_attention_key_seconds},
-    {"gpu_attention_wave_blocks", &Bandwidths::gpu_attention_wave_blocks},
-    {"gpu_dequant_i8_seconds", &Bandwidths::gpu_dequant_i8_seconds},
-    {"gpu_dequant_q4_seconds", &Bandwidths::gpu_dequant_q4_seconds},
-    {"gpu_logits_d2h_gbps", &Bandwidths::gpu_logits_d2h_gbps},
-};
-
-// The CPU's product rates by weight format as the cache stores them, and the step sizes measured:
-// decode batches from one sequence to many, and prompt chunks.
-struct TokenRatesField {
-  const char* key;
-  DType weights;
-  TokenRates Bandwidths::*field;
-};
-constexpr TokenRatesField kTokenRates[] = {
-    {"f32", DType::kF32, &Bandwidths::f32_by_tokens},
-    {"f16", DType::kF16, &Bandwidths::f16_by_tokens},
-    {"int8", DType::kI8, &Bandwidths::int8_by_tokens},
-    {"int4", DType::kQ4, &Bandwidths::int4_by_tokens},
-};
+// The step sizes measured: decode batches from one sequence to many, and prompt chunks.
 constexpr int kCalibratedTokens[] = {1, 8, 32, 128, 512};
 constexpr int kSingleRateTokens = 32;  // the single rates' size, as calibrate measured before
 
@@ -125,15 +96,6 @@ double ChecksumGbps() {
 
 }  // namespace
 
-std::string CalibrationCachePath() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path base = xdg != nullptr && *xdg != '\0' ? fs::path(xdg)
-                        : home != nullptr              ? fs::path(home) / ".cache"
-                                                       : fs::temp_directory_path();
-  return (base / "zinf" / "calibration.json").string();
-}
-
 Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   const fs::path cache = CalibrationCachePath();
   std::string file = probe_file;
@@ -180,77 +142,9 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
       rates.checksum_gbps, rates.dram_read_gbps, dram.passes, dram.min_gbps, dram.max_gbps,
       fmt::join(kCalibratedTokens, "/"), products, rates.cpu_attention_gflops, num_threads,
       rates.host_sample_seconds_per_logit * 1e9, cache.string());
-  nlohmann::json json = {{"disk_read_gbps", rates.disk_read_gbps},
-                         {"checksum_gbps", rates.checksum_gbps},
-                         {"dram_read_gbps", rates.dram_read_gbps},
-                         {"dram_read_spread_gbps", {dram.min_gbps, dram.max_gbps}},
-                         {"dram_probe", cpu::kDramProbeVersion},
-                         {"compute_gflops", rates.compute_gflops},
-                         {"int8_gflops", rates.int8_gflops},
-                         {"int4_gflops", rates.int4_gflops},
-                         {"cpu_attention_gflops", rates.cpu_attention_gflops},
-                         {"host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit},
-                         {"threads", num_threads},
-                         {"disk_probe_file", file},
-                         {"direct_io", disk.direct_io}};
-  for (const auto& [key, weights, field] : kTokenRates)
-    json["matmul_gflops_by_tokens"][key] = (rates.*field).points;
-  if (gpu) {
-    for (const auto& [key, field] : kGpuRates) json[key] = rates.*field;
-  }
-  fs::create_directories(cache.parent_path());
-  std::ofstream(cache) << json.dump(2) << "\n";
+  rates.gpu_measured = gpu;
+  StoreCalibration({rates, dram.min_gbps, dram.max_gbps, file, disk.direct_io});
   return rates;
-}
-
-std::optional<Bandwidths> LoadCalibration() {
-  std::ifstream file(CalibrationCachePath());
-  if (!file) return std::nullopt;
-  try {
-    const nlohmann::json json = nlohmann::json::parse(file);
-    if (json.value("dram_probe", 1) != cpu::kDramProbeVersion) {
-      spdlog::warn("ignoring the calibration cache {}: its DRAM rate was measured by an older "
-                   "probe; run zinf calibrate",
-                   CalibrationCachePath());
-      return std::nullopt;
-    }
-    Bandwidths rates;
-    rates.disk_read_gbps = json.at("disk_read_gbps");
-    rates.checksum_gbps = json.value("checksum_gbps", rates.checksum_gbps);
-    rates.dram_read_gbps = json.at("dram_read_gbps");
-    rates.compute_gflops = json.at("compute_gflops");
-    // Caches from before the integer kernels were measured hold none: the float rate stands in.
-    rates.int8_gflops = json.value("int8_gflops", 0.0);
-    rates.int4_gflops = json.value("int4_gflops", 0.0);
-    rates.cpu_attention_gflops = json.value("cpu_attention_gflops", 0.0);
-    // Caches from before the rates were measured by size hold none: the single rates stand in.
-    const nlohmann::json by_tokens =
-        json.value("matmul_gflops_by_tokens", nlohmann::json::object());
-    for (const auto& [key, weights, field] : kTokenRates) {
-      if (!by_tokens.contains(key)) continue;
-      TokenRates table{by_tokens.at(key).get<std::vector<std::pair<int, double>>>()};
-      if (!table.Valid()) {
-        spdlog::warn("ignoring the calibration cache's {} product rates in {}: they need sizes "
-                     "ascending from 1 token and positive rates; run zinf calibrate",
-                     key, CalibrationCachePath());
-        continue;
-      }
-      rates.*field = std::move(table);
-    }
-    // A calibration made without a GPU leaves the GPU's rates at the planner's assumptions, and
-    // one from before the kernels' costs were timed leaves those.
-    for (const auto& [key, field] : kGpuRates) rates.*field = json.value(key, rates.*field);
-    rates.host_sample_seconds_per_logit =
-        json.value("host_sample_seconds_per_logit", rates.host_sample_seconds_per_logit);
-    rates.gpu_measured = json.contains("h2d_gbps");
-    rates.cpu_threads = json.value("threads", 0);
-    rates.measured = true;
-    return rates;
-  } catch (const nlohmann::json::exception& error) {
-    spdlog::warn("ignoring the calibration cache {}: {}; run zinf calibrate",
-                 CalibrationCachePath(), error.what());
-    return std::nullopt;
-  }
 }
 
 }  // namespace zinf::cli

@@ -176,8 +176,10 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
         bw.disk_read_gbps, bw.dram_read_gbps, rows, rows == 1 ? "" : "s",
         bw.GflopsFor(DType::kF32, rows), bw.GflopsFor(DType::kF16, rows),
         bw.GflopsFor(DType::kI8, rows), bw.GflopsFor(DType::kQ4, rows), bw.CpuAttentionGflops(),
-        bw.measured ? "measured by zinf calibrate"
-                    : "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops");
+        !bw.measured ? "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops"
+        : bw.cpu_threads > 0 ? fmt::format("measured by zinf calibrate with {} thread{}",
+                                           bw.cpu_threads, bw.cpu_threads == 1 ? "" : "s")
+                             : std::string("measured by zinf calibrate"));
     fmt::print("per step   read from disk {:.3f} s; read from memory {:.3f} s or compute {:.3f} "
                "s, then attention {:.3f} s (over {} positions a sequence); verify checksums "
                "{:.3f} s ({})\n",

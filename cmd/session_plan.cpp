@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "cmd/byte_size.h"
-#include "cmd/calibration.h"
+#include "cmd/calibration_cache.h"
 #include "cmd/routing_profile_file.h"
 #include "cuda/cuda_backend.h"
 #include "engine/byte_units.h"
@@ -28,10 +28,10 @@ uint64_t GpuBudget(const DeviceChoice& device) {
   return free_bytes / 20 * 19;
 }
 
-// This machine's calibration (or the assumed rates), with each rate given as a flag replacing its
-// measured or assumed value.
-Bandwidths RatesFor(const RateOverrides& given) {
-  Bandwidths rates = LoadCalibration().value_or(Bandwidths{});
+// This machine's calibration for `threads` threads (or the assumed rates), with each rate given as
+// a flag replacing its measured or assumed value.
+Bandwidths RatesFor(const RateOverrides& given, int threads) {
+  Bandwidths rates = LoadCalibration(threads).value_or(Bandwidths{});
   const auto apply = [](const std::optional<double>& flag, double& rate) {
     if (flag) rate = *flag;
   };
@@ -52,15 +52,15 @@ Bandwidths RatesFor(const RateOverrides& given) {
 }
 
 // The CPU's calibrated rates hold for the thread count they were measured with: say so, once a
-// process, when a run uses another.
+// process, when the cache holds none for the run's.
 void WarnIfCalibratedForOtherThreads(const PlannerInputs& inputs, int threads) {
   const int measured = inputs.bandwidths.cpu_threads;
   static bool warned = false;
   if (warned || inputs.backend != BackendKind::kCpu || measured <= 0 || measured == threads) return;
   warned = true;
   spdlog::warn("the calibration in {} measured the CPU's rates with {} thread{}; this run uses {}, "
-               "and the plan predicts as if it had {} — run zinf calibrate --threads {} for this "
-               "thread count",
+               "and the plan predicts as if it had {} — run zinf calibrate --threads {} (the cache "
+               "keeps the rates of each thread count calibrated)",
                CalibrationCachePath(), measured, measured == 1 ? "" : "s", threads, measured,
                threads);
 }
@@ -118,7 +118,7 @@ PlannerInputs InputsFor(const Checkpoint& checkpoint, const SessionOptions& opti
   inputs.workload.moe_experts = options.device.moe_experts;
   inputs.workload.spare_cores =
       std::max(static_cast<int>(std::thread::hardware_concurrency()) - options.cpu_threads(), 0);
-  inputs.bandwidths = RatesFor(options.rates);
+  inputs.bandwidths = RatesFor(options.rates, options.cpu_threads());
   WarnIfCalibratedForOtherThreads(inputs, options.cpu_threads());
   return inputs;
 }

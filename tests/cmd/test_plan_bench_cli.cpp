@@ -139,8 +139,38 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
         std::string::npos);
   CHECK(three_threads.err.find("zinf calibrate --threads 3") != std::string::npos);
 
-  // A size table that cannot be read off is set aside with a warning; the rest still serves.
+  // Calibrating another thread count keeps the first count's rates beside its own, and a run
+  // with either count predicts with that count's.
+  const CliResult two =
+      RunZinf({"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "2"},
+              "", with_cache);
+  INFO(two.err);
+  REQUIRE(two.exit_code == 0);
+  const nlohmann::json both = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
+  CHECK(both["threads"].get<int>() == 2);
+  REQUIRE(both["cpu_rates_by_threads"].size() == 2);
+  CHECK(both["cpu_rates_by_threads"]["1"]["compute_gflops"] == rates["compute_gflops"]);
+  CHECK(both["cpu_rates_by_threads"]["1"]["matmul_gflops_by_tokens"] ==
+        rates["matmul_gflops_by_tokens"]);
+  CHECK(both["cpu_rates_by_threads"]["2"]["compute_gflops"] == both["compute_gflops"]);
+  for (const char* threads : {"1", "2"}) {
+    const CliResult plan_threads = RunZinf(
+        {"plan", "--model", ConvertedStories260KDir(), "--threads", threads}, "", with_cache);
+    INFO("--threads " << threads << "\n" << plan_threads.out << plan_threads.err);
+    REQUIRE(plan_threads.exit_code == 0);
+    CHECK(plan_threads.out.find(std::string("measured by zinf calibrate with ") + threads +
+                                " thread") != std::string::npos);
+    CHECK(plan_threads.err.find("measured the CPU's rates") == std::string::npos);
+  }
+  const CliResult after_two =
+      RunZinf({"plan", "--model", ConvertedStories260KDir(), "--threads", "3"}, "", with_cache);
+  CHECK(after_two.err.find("measured the CPU's rates with 2 threads; this run uses 3") !=
+        std::string::npos);
+
+  // A size table that cannot be read off is set aside with a warning; the rest still serves. (A
+  // cache from before the rates were kept by thread count: the top level's serve every count.)
   nlohmann::json unordered = rates;
+  unordered.erase("cpu_rates_by_threads");
   unordered["matmul_gflops_by_tokens"]["f32"] = {{8, 100.0}, {1, 10.0}};
   std::ofstream(cache + "/zinf/calibration.json") << unordered.dump();
   const CliResult unordered_plan =
