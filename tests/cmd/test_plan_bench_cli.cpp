@@ -100,12 +100,16 @@ TEST_CASE("zinf plan on a model that fits says offload is pointless") {
 TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   const std::string cache = MakeTempDir("calibration-cache");
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
-  const CliResult calibrate =
-      RunZinf({"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "1"},
-              "", with_cache);
-  INFO(calibrate.err);
-  REQUIRE(calibrate.exit_code == 0);
-  const nlohmann::json rates = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
+  // Calibrates with `threads` threads and returns the cache it leaves.
+  const auto calibrate = [&](const std::string& threads) {
+    const CliResult result = RunZinf(
+        {"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", threads},
+        "", with_cache);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    return nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
+  };
+  const nlohmann::json rates = calibrate("1");
   CHECK(rates["disk_read_gbps"].get<double>() > 0);
   CHECK(rates["dram_read_gbps"].get<double>() > 0);
   // The stored rate is the median of the probe's passes, stored with their spread.
@@ -141,12 +145,7 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
 
   // Calibrating another thread count keeps the first count's rates beside its own, and a run
   // with either count predicts with that count's.
-  const CliResult two =
-      RunZinf({"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", "2"},
-              "", with_cache);
-  INFO(two.err);
-  REQUIRE(two.exit_code == 0);
-  const nlohmann::json both = nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
+  const nlohmann::json both = calibrate("2");
   CHECK(both["threads"].get<int>() == 2);
   REQUIRE(both["cpu_rates_by_threads"].size() == 2);
   CHECK(both["cpu_rates_by_threads"]["1"]["compute_gflops"] == rates["compute_gflops"]);
