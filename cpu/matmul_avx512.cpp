@@ -430,10 +430,10 @@ void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, cons
                       int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
   if constexpr (kDType != DType::kF32) {
     // Rows widened a span at a time serve every pair tile of a block; widened in a burst before
-    // the tiles run, they wait on memory. With up to 2 tiles (up to 16 tokens, or rows too wide
-    // for a block of 24) converting in each tile was faster: f16 from DRAM, one thread, old and
-    // new code in alternating calls: 2 and 8 tokens 1.33-1.59x (2048 x 5632, 5632 x 2048, 5120 x
-    // 13824), 16 tokens 1.20-1.25x, 5120 x 13824 (blocks of 16 tokens) at 24-64 tokens
+    // the tiles run, they wait on memory. With 2 tiles or fewer (under 24 tokens, or rows too
+    // wide for a block of 24) converting in each tile was faster: f16 from DRAM, one thread, old
+    // and new code in alternating calls: 2 and 8 tokens 1.33-1.59x (2048 x 5632, 5632 x 2048,
+    // 5120 x 13824), 16 tokens 1.20-1.25x, 5120 x 13824 (blocks of 16 tokens) at 24-64 tokens
     // 1.18-1.32x; 3 or more tiles level with widening or slower (2048 x 5632, 32 tokens: 0.91x).
     const int64_t pairs = (num_tokens + 1) / 2;
     const int64_t tiles = std::min(pairs, PairBlock(w.cols / 8, tiling)) / kTilePairs;
