@@ -85,6 +85,21 @@ std::optional<nlohmann::json> ReadCacheJson() {
   return json;
 }
 
+// The rates by thread count of the cache's earlier calibrations, when the same DRAM probe
+// measured them; whatever else the file holds (nothing, another probe's, a broken file) is
+// written over.
+nlohmann::json KeptRatesByThreads() {
+  const std::optional<nlohmann::json> earlier = ReadCacheJson();
+  if (!earlier || !earlier->is_object()) return nlohmann::json::object();
+  const auto probe = earlier->find("dram_probe");
+  const auto kept = earlier->find(kByThreads);
+  if (probe == earlier->end() || *probe != cpu::kDramProbeVersion || kept == earlier->end() ||
+      !kept->is_object()) {
+    return nlohmann::json::object();
+  }
+  return *kept;
+}
+
 }  // namespace
 
 std::string CalibrationCachePath() {
@@ -98,13 +113,7 @@ std::string CalibrationCachePath() {
 
 void StoreCalibration(const CalibrationRecord& record) {
   const Bandwidths& rates = record.rates;
-  nlohmann::json by_threads = nlohmann::json::object();
-  const std::optional<nlohmann::json> earlier = ReadCacheJson();
-  if (earlier && earlier->is_object() &&
-      earlier->value("dram_probe", 1) == cpu::kDramProbeVersion && earlier->contains(kByThreads) &&
-      earlier->at(kByThreads).is_object()) {
-    by_threads = earlier->at(kByThreads);
-  }
+  nlohmann::json by_threads = KeptRatesByThreads();
   const nlohmann::json cpu_rates = CpuRatesJson(record);
   by_threads[std::to_string(rates.cpu_threads)] = cpu_rates;
   nlohmann::json json = cpu_rates;

@@ -165,6 +165,12 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
       RunZinf({"plan", "--model", ConvertedStories260KDir(), "--threads", "3"}, "", with_cache);
   CHECK(after_two.err.find("measured the CPU's rates with 2 threads; this run uses 3") !=
         std::string::npos);
+  // What calibrate cannot read in an earlier cache is written over, not a failure.
+  std::ofstream(cache + "/zinf/calibration.json")
+      << R"({"dram_probe": "old", "cpu_rates_by_threads": [1, 2]})";
+  const nlohmann::json rewritten = calibrate("2");
+  CHECK(rewritten["cpu_rates_by_threads"].size() == 1);
+  CHECK(rewritten["cpu_rates_by_threads"].contains("2"));
 
   // A size table that cannot be read off is set aside with a warning; the rest still serves. (A
   // cache from before the rates were kept by thread count: the top level's serve every count.)
