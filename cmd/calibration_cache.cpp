@@ -76,24 +76,17 @@ void ReadCpuRates(const nlohmann::json& json, Bandwidths& rates) {
   rates.cpu_threads = json.value("threads", 0);
 }
 
-// The cache's JSON, when there is a readable one.
-std::optional<nlohmann::json> ReadCacheJson() {
-  std::ifstream file(CalibrationCachePath());
-  if (!file) return std::nullopt;
-  nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return std::nullopt;
-  return json;
-}
-
 // The rates by thread count of the cache's earlier calibrations, when the same DRAM probe
 // measured them; whatever else the file holds (nothing, another probe's, a broken file) is
 // written over.
 nlohmann::json KeptRatesByThreads() {
-  const std::optional<nlohmann::json> earlier = ReadCacheJson();
-  if (!earlier || !earlier->is_object()) return nlohmann::json::object();
-  const auto probe = earlier->find("dram_probe");
-  const auto kept = earlier->find(kByThreads);
-  if (probe == earlier->end() || *probe != cpu::kDramProbeVersion || kept == earlier->end() ||
+  std::ifstream file(CalibrationCachePath());
+  const nlohmann::json earlier =
+      file ? nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+  if (!earlier.is_object()) return nlohmann::json::object();
+  const auto probe = earlier.find("dram_probe");
+  const auto kept = earlier.find(kByThreads);
+  if (probe == earlier.end() || *probe != cpu::kDramProbeVersion || kept == earlier.end() ||
       !kept->is_object()) {
     return nlohmann::json::object();
   }
