@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-#include <xxhash.h>
+#include <xxh_x86dispatch.h>  // the same XXH3 the verifier runs (io/extent_verifier.h)
 
 #include <algorithm>
 #include <chrono>

@@ -4,7 +4,7 @@
 #include "model_formats/weights_writer.h"
 
 #include <unistd.h>
-#include <xxhash.h>
+#include <xxh_x86dispatch.h>  // XXH3 through the widest vector unit the CPU has
 
 #include <algorithm>
 #include <deque>
