@@ -109,9 +109,9 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   const cpu::DramReadRate dram = cpu::MeasureDramRead(num_threads);
   rates.dram_read_gbps = dram.median_gbps;
   std::string products;
-  for (const auto& [key, weights, field] : kTokenRates) {
+  for (const auto& [key, weights, group_size, field] : kTokenRates) {
     const std::vector<double> gflops =
-        cpu::MeasureMatmulGflops(num_threads, weights, kCalibratedTokens);
+        cpu::MeasureMatmulGflops(num_threads, weights, kCalibratedTokens, group_size);
     std::string row;
     for (size_t k = 0; k < gflops.size(); ++k) {
       (rates.*field).points.emplace_back(kCalibratedTokens[k], gflops[k]);

@@ -46,7 +46,7 @@ nlohmann::json CpuRatesJson(const CalibrationRecord& record) {
                          {"int4_gflops", rates.int4_gflops},
                          {"cpu_attention_gflops", rates.cpu_attention_gflops},
                          {"threads", rates.cpu_threads}};
-  for (const auto& [key, weights, field] : kTokenRates)
+  for (const auto& [key, weights, group_size, field] : kTokenRates)
     json["matmul_gflops_by_tokens"][key] = (rates.*field).points;
   return json;
 }
@@ -61,7 +61,7 @@ void ReadCpuRates(const nlohmann::json& json, Bandwidths& rates) {
   rates.cpu_attention_gflops = json.value("cpu_attention_gflops", 0.0);
   // Caches from before the rates were measured by size hold none: the single rates stand in.
   const nlohmann::json by_tokens = json.value("matmul_gflops_by_tokens", nlohmann::json::object());
-  for (const auto& [key, weights, field] : kTokenRates) {
+  for (const auto& [key, weights, group_size, field] : kTokenRates) {
     rates.*field = {};
     if (!by_tokens.contains(key)) continue;
     TokenRates table{by_tokens.at(key).get<std::vector<std::pair<int, double>>>()};

@@ -9,17 +9,21 @@
 
 namespace zinf::cli {
 
-// The CPU's product rates by weight format as the cache stores them.
+// The CPU's product rates by weight format as the cache stores them (int4 by group size: "int4"
+// is groups of 64, as caches from before hold it).
 struct TokenRatesField {
   const char* key;
   DType weights;
+  int group_size;  // int4 only
   TokenRates Bandwidths::*field;
 };
 inline constexpr TokenRatesField kTokenRates[] = {
-    {"f32", DType::kF32, &Bandwidths::f32_by_tokens},
-    {"f16", DType::kF16, &Bandwidths::f16_by_tokens},
-    {"int8", DType::kI8, &Bandwidths::int8_by_tokens},
-    {"int4", DType::kQ4, &Bandwidths::int4_by_tokens},
+    {"f32", DType::kF32, 0, &Bandwidths::f32_by_tokens},
+    {"f16", DType::kF16, 0, &Bandwidths::f16_by_tokens},
+    {"int8", DType::kI8, 0, &Bandwidths::int8_by_tokens},
+    {"int4", DType::kQ4, 64, &Bandwidths::int4_by_tokens},
+    {"int4_g32", DType::kQ4, 32, &Bandwidths::int4_g32_by_tokens},
+    {"int4_g128", DType::kQ4, 128, &Bandwidths::int4_g128_by_tokens},
 };
 
 // One calibration: the planner's rates (cpu_threads: the threads the CPU's were measured with;

@@ -172,10 +172,13 @@ void PrintPlan(const Checkpoint& checkpoint, const PlannerInputs& inputs, const 
     const int rows = std::max(inputs.workload.batch_size, 1);
     fmt::print(
         "rates      disk {:.1f} GB/s, DRAM {:.1f} GB/s, products of {} token{} {:.0f} GFLOP/s "
-        "(f16 weights {:.0f}, int8 {:.0f}, int4 {:.0f}), attention {:.0f} ({})\n",
+        "(f16 weights {:.0f}, int8 {:.0f}, int4 in groups of 32/64/128 {:.0f}/{:.0f}/{:.0f}), "
+        "attention {:.0f} ({})\n",
         bw.disk_read_gbps, bw.dram_read_gbps, rows, rows == 1 ? "" : "s",
         bw.GflopsFor(DType::kF32, rows), bw.GflopsFor(DType::kF16, rows),
-        bw.GflopsFor(DType::kI8, rows), bw.GflopsFor(DType::kQ4, rows), bw.CpuAttentionGflops(),
+        bw.GflopsFor(DType::kI8, rows), bw.GflopsFor(DType::kQ4, rows, 32),
+        bw.GflopsFor(DType::kQ4, rows, 64), bw.GflopsFor(DType::kQ4, rows, 128),
+        bw.CpuAttentionGflops(),
         !bw.measured ? "assumed: run zinf calibrate, or pass --disk-gbps/--dram-gbps/--gflops"
         : bw.cpu_threads > 0 ? fmt::format("measured by zinf calibrate with {} thread{}",
                                            bw.cpu_threads, bw.cpu_threads == 1 ? "" : "s")

@@ -40,9 +40,7 @@ Bandwidths RatesFor(const RateOverrides& given, int threads) {
   // The one rate for every dtype and size, and attention at its uncalibrated share of it.
   if (given.gflops) {
     rates.int8_gflops = rates.int4_gflops = rates.cpu_attention_gflops = 0;
-    for (TokenRates* table :
-         {&rates.f32_by_tokens, &rates.f16_by_tokens, &rates.int8_by_tokens, &rates.int4_by_tokens})
-      *table = {};
+    for (const TokenRatesField& table : kTokenRates) rates.*table.field = {};
   }
   apply(given.gflops, rates.compute_gflops);
   apply(given.pcie_gbps, rates.h2d_gbps);

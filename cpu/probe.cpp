@@ -140,13 +140,13 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
 }
 
 std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
-                                        std::span<const int> token_counts) {
-  constexpr int kDim = 4096, kGroupSize = 64, kMatmulPasses = 5;
+                                        std::span<const int> token_counts, int group_size) {
+  constexpr int kDim = 4096, kMatmulPasses = 5;
   CpuBackend backend(num_threads);
   // Varied values, so no kernel takes a shortcut a real matrix would not allow.
   std::vector<float> row(kDim);
   for (int c = 0; c < kDim; ++c) row[c] = 0.25f * static_cast<float>((c * 37) % 17 - 8);
-  Weight w{nullptr, weights, kDim, kDim, weights == DType::kQ4 ? kGroupSize : 0};
+  Weight w{nullptr, weights, kDim, kDim, weights == DType::kQ4 ? group_size : 0};
   std::vector<std::byte> bytes(TensorBytes(weights, kDim, kDim, w.group_size));
   if (weights == DType::kF32) {
     for (int r = 0; r < kDim; ++r) {
@@ -165,7 +165,7 @@ std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
         QuantizeRowI8(row.data(), kDim, reinterpret_cast<int8_t*>(values),
                       reinterpret_cast<float*>(params) + r);
       } else {
-        QuantizeRowQ4(row.data(), kDim, kGroupSize, reinterpret_cast<uint8_t*>(values),
+        QuantizeRowQ4(row.data(), kDim, group_size, reinterpret_cast<uint8_t*>(values),
                       reinterpret_cast<uint16_t*>(params) + 2 * r * layout.groups());
       }
     }

@@ -28,10 +28,11 @@ DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 inline constexpr int kDramProbeVersion = 2;
 
 // The CPU backend's matmul rate (GFLOP/s) multiplying each of `token_counts` tokens by a 4096 ×
-// 4096 weight stored as `weights` (f32, f16, int8, or int4 in groups of 64), read from DRAM (the
-// weight is evicted from the caches before each pass); each the median of 5 after a warm-up.
+// 4096 weight stored as `weights` (f32, f16, int8, or int4 in groups of `group_size`), read from
+// DRAM (the weight is evicted from the caches before each pass); each the median of 5 after a
+// warm-up.
 std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
-                                        std::span<const int> token_counts);
+                                        std::span<const int> token_counts, int group_size = 64);
 
 // Writes `size` bytes from `data` back and drops them from every cache level, so that the next
 // pass reads them from DRAM (as a model's weights are read, or a staging buffer a read just filled).

@@ -129,19 +129,24 @@ const char* BoundName(Bound bound) {
   return "?";
 }
 
-const TokenRates& Bandwidths::ByTokens(DType weights) const {
+const TokenRates& Bandwidths::ByTokens(DType weights, int group_size) const {
   switch (weights) {
     case DType::kF16:
     case DType::kBF16: return f16_by_tokens;
     case DType::kI8: return int8_by_tokens;
-    case DType::kQ4: return int4_by_tokens;
+    case DType::kQ4: {
+      const TokenRates& by_group = group_size == 32    ? int4_g32_by_tokens
+                                   : group_size == 128 ? int4_g128_by_tokens
+                                                       : int4_by_tokens;
+      return by_group.empty() ? int4_by_tokens : by_group;
+    }
     case DType::kF32: break;
   }
   return f32_by_tokens;
 }
 
-double Bandwidths::GflopsFor(DType weights, double tokens) const {
-  const TokenRates& measured = ByTokens(weights);
+double Bandwidths::GflopsFor(DType weights, double tokens, int group_size) const {
+  const TokenRates& measured = ByTokens(weights, group_size);
   if (!measured.empty()) return measured.At(tokens);
   const double quantized = weights == DType::kI8   ? int8_gflops
                            : weights == DType::kQ4 ? int4_gflops

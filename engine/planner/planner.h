@@ -55,8 +55,12 @@ struct Bandwidths {
   double int4_gflops = 0;
   // The same by the tokens a product multiplies at once, per weight format (zinf calibrate
   // measures them; bf16 weights take f16's): where a format's table is empty, its single rate
-  // above stands in at every size.
+  // above stands in at every size. int4's rate moves with its group size (each group's sums are
+  // scaled apart: on an Emerald Rapids guest groups of 32 ran at 0.66x those of 64, of 128 at
+  // 1.03-1.25x), so it has a table per size; int4_by_tokens is 64's and stands in for a size
+  // whose table is empty (a cache from before, a size calibrate does not measure).
   TokenRates f32_by_tokens, f16_by_tokens, int8_by_tokens, int4_by_tokens;
+  TokenRates int4_g32_by_tokens, int4_g128_by_tokens;
   // The CPU backend's attention arithmetic in decode steps, over a KV cache in DRAM (0: a
   // quarter of compute_gflops, near what calibrate measures on AVX-512 machines).
   double cpu_attention_gflops = 0;
@@ -78,10 +82,11 @@ struct Bandwidths {
   bool gpu_measured = false;  // h2d, device_gbps and device_tflops came from a GPU's calibration
   int cpu_threads = 0;        // the threads the CPU's rates were measured with (0: not known)
 
-  // The CPU's product rate with `weights` when `tokens` rows are multiplied at once.
-  double GflopsFor(DType weights, double tokens) const;
-  // The table for `weights`' format (f32, f16 or bf16, int8, int4).
-  const TokenRates& ByTokens(DType weights) const;
+  // The CPU's product rate with `weights` (int4: in groups of `group_size`) when `tokens` rows
+  // are multiplied at once.
+  double GflopsFor(DType weights, double tokens, int group_size = 64) const;
+  // The table for `weights`' format (f32, f16 or bf16, int8, int4 in groups of `group_size`).
+  const TokenRates& ByTokens(DType weights, int group_size = 64) const;
   double CpuAttentionGflops() const {
     return cpu_attention_gflops > 0 ? cpu_attention_gflops : compute_gflops / 4;
   }

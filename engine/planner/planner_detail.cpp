@@ -164,7 +164,7 @@ double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& exten
   double seconds = 0;
   for (const TensorInfo& tensor : extent.tensors) {
     seconds += 2.0 * static_cast<double>(tensor.num_elements()) * rows /
-               (rates.GflopsFor(tensor.dtype, rows) * 1e9);
+               (rates.GflopsFor(tensor.dtype, rows, tensor.group_size) * 1e9);
   }
   return seconds;
 }

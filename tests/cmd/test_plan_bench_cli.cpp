@@ -121,7 +121,7 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   CHECK(rates["int4_gflops"].get<double>() > 0);
   CHECK(rates["checksum_gbps"].get<double>() > 0);
   // Each format's products at each measured size: sizes ascending from one token.
-  for (const char* format : {"f32", "f16", "int8", "int4"}) {
+  for (const char* format : {"f32", "f16", "int8", "int4", "int4_g32", "int4_g128"}) {
     INFO(format);
     const nlohmann::json& sizes = rates["matmul_gflops_by_tokens"][format];
     REQUIRE(sizes.size() == 5);

@@ -227,6 +227,38 @@ TEST_CASE("planner: products run at the rate calibrate measured for their size a
   CHECK(inputs.bandwidths.GflopsFor(DType::kF32, 16) == Approx(100));
 }
 
+TEST_CASE("planner: int4 products run at the rate calibrated for their group size") {
+  // Each group's sums are scaled apart, so groups of 32 multiply slower than of 64: a model in
+  // groups of 32 is predicted at 32's rate, and a size with no table at 64's (a cache from before).
+  Checkpoint model = ShippedConfig("llama-2-7b");
+  double q4_elements = 0, other_elements = 0;
+  for (const int group_size : {32, 128}) {
+    model.extents = formats::LayoutExtents(
+        formats::ExpectedExtents(model.config),
+        formats::WeightEncoding::For(DType::kQ4, DType::kF16, group_size, {}));
+    q4_elements = other_elements = 0;
+    for (const ExtentInfo& extent : model.extents) {
+      if (extent.kind == ExtentKind::kEmbedding) continue;
+      for (const TensorInfo& tensor : extent.tensors) {
+        if (tensor.dtype == DType::kQ4) CHECK(tensor.group_size == group_size);
+        (tensor.dtype == DType::kQ4 ? q4_elements : other_elements) += tensor.num_elements();
+      }
+    }
+    REQUIRE(q4_elements > 0);
+    PlannerInputs inputs = Inputs(model, 64 * kGiB);
+    inputs.workload.batch_size = 8;
+    inputs.bandwidths.compute_gflops = 100;  // the f16 norms' (no f16 table)
+    inputs.bandwidths.int4_by_tokens = TokenRates{{{1, 40}, {64, 400}}};
+    inputs.bandwidths.int4_g32_by_tokens = TokenRates{{{1, 20}, {64, 200}}};
+    // At 8 tokens, halfway in log(tokens) between 1 and 64: 64's table reads 220, 32's 110.
+    const double q4_rate = group_size == 32 ? 110 : 220;
+    INFO("groups of " << group_size);
+    CHECK(MakePlan(inputs).compute_seconds_per_step ==
+          Approx(2.0 * 8 * (q4_elements / (q4_rate * 1e9) + other_elements / 100e9)));
+    CHECK(inputs.bandwidths.GflopsFor(DType::kQ4, 8, group_size) == Approx(q4_rate));
+  }
+}
+
 TEST_CASE("planner: CPU attention follows the products, over the positions attended") {
   // Attention reads each sequence's cache after the layer's products: its time adds to theirs.
   // It is the slower of reading the attended share of the cache and its arithmetic, 4 · head_dim
