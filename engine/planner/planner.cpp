@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/planner/planner_detail.h"
+#include "engine/planner/step_pipeline.h"
 
 namespace zinf {
 
@@ -67,6 +68,39 @@ void SetStaging(const PlannerInputs& inputs, int depth, Plan& plan) {
   plan.staging_bytes = plan.placement.staging_bytes();
 }
 
+// The step's length from walking its extents through the staging ring (step_pipeline.h): reads at
+// the disk's rate, the step's `work` shared among the extents as their products and attention are
+// (the checksums, where they count, spread with it). Dense models only: a mixture of experts'
+// reads depend on routing.
+double PipelinedStep(const PlannerInputs& inputs, const Plan& plan, double work) {
+  const Checkpoint& checkpoint = *inputs.checkpoint;
+  const Bandwidths& bw = inputs.bandwidths;
+  const int batch = std::max(inputs.workload.batch_size, 1);
+  const bool memory_bound = plan.memory_seconds_per_step > plan.compute_seconds_per_step;
+  const double attention_per_layer =
+      plan.cpu_attention_seconds_per_step / std::max(checkpoint.config.num_layers, 1);
+  std::vector<planner_detail::PipelineExtent> walk(checkpoint.extents.size());
+  double unscaled = 0;
+  for (size_t i = 0; i < walk.size(); ++i) {
+    const ExtentInfo& extent = checkpoint.extents[i];
+    const double bytes = planner_detail::StepBytes(checkpoint, inputs.routing, i, batch);
+    if (extent.kind != ExtentKind::kEmbedding) {
+      walk[i].work_seconds =
+          memory_bound ? bytes / (bw.dram_read_gbps * 1e9)
+                       : planner_detail::ExtentMatmulSeconds(checkpoint, extent, batch, bw);
+    }
+    if (extent.kind == ExtentKind::kLayer) walk[i].work_seconds += attention_per_layer;
+    unscaled += walk[i].work_seconds;
+    walk[i].streamed = plan.placement.tiers[i] == Tier::kNvme;
+    if (walk[i].streamed) walk[i].read_seconds = bytes / (bw.disk_read_gbps * 1e9);
+  }
+  // Each extent's share of the products is its share of them in memory or arithmetic, whichever
+  // binds; scaled so the walk's work is the step's.
+  const double scale = unscaled > 0 ? work / unscaled : 0;
+  for (planner_detail::PipelineExtent& extent : walk) extent.work_seconds *= scale;
+  return planner_detail::PipelinedStepSeconds(walk, plan.placement.prefetch_depth);
+}
+
 void Predict(const PlannerInputs& inputs, Plan& plan) {
   const Checkpoint& checkpoint = *inputs.checkpoint;
   const Bandwidths& bw = inputs.bandwidths;
@@ -88,8 +122,12 @@ void Predict(const PlannerInputs& inputs, Plan& plan) {
                                checks_in_work + products + plan.cpu_attention_seconds_per_step);
   // With prefetching, reads overlap compute; without it, each extent is read, then computed.
   const bool overlapped = plan.placement.prefetch_depth > 0 || plan.streamed_bytes_per_step == 0;
-  const double step =
+  double step =
       overlapped ? std::max(plan.io_seconds_per_step, work) : plan.io_seconds_per_step + work;
+  // Only as far as the ring lets reads run ahead: a stretch of resident layers' work can outlast
+  // the reads queued before it, and the disk then idles while the steps' work waits elsewhere.
+  if (plan.streamed_bytes_per_step > 0 && !checkpoint.config.is_moe())
+    step = std::max(step, PipelinedStep(inputs, plan, work));
   plan.predicted_tokens_per_s = step > 0 ? batch / step : 0;
   // The bound names what sets the step's length: with prefetching the reads when they outlast the
   // layers' work, else the largest part of that work; without it, the largest part of all.

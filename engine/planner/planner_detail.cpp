@@ -156,8 +156,8 @@ double TokenShare(const Checkpoint& checkpoint, const ExtentInfo& extent) {
   return static_cast<double>(moe.experts_per_token) / moe.num_experts;
 }
 
-// Seconds the CPU's products with one extent take in a step of `tokens` rows, each matrix at the
-// rate of the rows it multiplies (an expert's: its share of the step's).
+}  // namespace
+
 double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& extent, int tokens,
                            const Bandwidths& rates) {
   const double rows = tokens * TokenShare(checkpoint, extent);
@@ -168,8 +168,6 @@ double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& exten
   }
   return seconds;
 }
-
-}  // namespace
 
 double ParameterCount(const Checkpoint& checkpoint) {
   double count = 0;

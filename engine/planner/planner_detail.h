@@ -80,6 +80,11 @@ struct DequantWork {
 DequantWork GpuDequantWork(const Checkpoint& checkpoint, const RoutingProfile* routing,
                            const Placement& placement, int tokens, const Bandwidths& rates);
 
+// Seconds the CPU's products with one extent take in a step of `tokens` rows, each matrix at the
+// rate of the rows it multiplies (an expert's: its share of the step's).
+double ExtentMatmulSeconds(const Checkpoint& checkpoint, const ExtentInfo& extent, int tokens,
+                           const Bandwidths& rates);
+
 // Seconds the CPU backend's products take per step of `tokens` rows: each tensor's 2 × elements ×
 // tokens FLOPs (an expert's: × k/E, the share of tokens routed to it) at its dtype's kernel rate.
 double CpuMatmulSeconds(const Checkpoint& checkpoint, int tokens, const Bandwidths& rates);
