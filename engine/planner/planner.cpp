@@ -79,6 +79,8 @@ double PipelinedStep(const PlannerInputs& inputs, const Plan& plan, double work)
   const bool memory_bound = plan.memory_seconds_per_step > plan.compute_seconds_per_step;
   const double attention_per_layer =
       plan.cpu_attention_seconds_per_step / std::max(checkpoint.config.num_layers, 1);
+  // Each extent's share of the products is its share of them in memory or arithmetic, whichever
+  // binds; the shares are then scaled so the walk's work is the step's.
   std::vector<planner_detail::PipelineExtent> walk(checkpoint.extents.size());
   double unscaled = 0;
   for (size_t i = 0; i < walk.size(); ++i) {
@@ -94,8 +96,6 @@ double PipelinedStep(const PlannerInputs& inputs, const Plan& plan, double work)
     walk[i].streamed = plan.placement.tiers[i] == Tier::kNvme;
     if (walk[i].streamed) walk[i].read_seconds = bytes / (bw.disk_read_gbps * 1e9);
   }
-  // Each extent's share of the products is its share of them in memory or arithmetic, whichever
-  // binds; scaled so the walk's work is the step's.
   const double scale = unscaled > 0 ? work / unscaled : 0;
   for (planner_detail::PipelineExtent& extent : walk) extent.work_seconds *= scale;
   return planner_detail::PipelinedStepSeconds(walk, plan.placement.prefetch_depth);
