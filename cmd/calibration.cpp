@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-#include <xxh_x86dispatch.h>  // the same XXH3 the verifier runs (io/extent_verifier.h)
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/sampler.h"
+#include "engine/xxh3.h"
 #include "io/disk_probe.h"
 
 namespace zinf::cli {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/error.h"
+#include "engine/xxh3.h"
 #include "io/background_thread.h"
 
 namespace zinf::io {

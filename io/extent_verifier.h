@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include <xxh_x86dispatch.h>  // XXH3 through the CPU's widest vector unit (docs/dependencies.md)
+#include <xxhash.h>
 
 #include "engine/checkpoint.h"
 #include "io/extent_reader.h"

@@ -4,7 +4,6 @@
 #include "model_formats/weights_writer.h"
 
 #include <unistd.h>
-#include <xxh_x86dispatch.h>  // XXH3 through the widest vector unit the CPU has
 
 #include <algorithm>
 #include <deque>
@@ -12,6 +11,7 @@
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/xxh3.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/extent_layout.h"
 

@@ -8,28 +8,37 @@ namespace zinf::planner_detail {
 double PipelinedStepSeconds(const std::vector<PipelineExtent>& extents, int depth) {
   // Steps walked until the ring's wrap into the next step repeats: the first starts with empty
   // buffers, the second with the first's tail prefetched, the third like every later one.
-  constexpr int kSteps = 3;
-  const auto num_streamed = static_cast<size_t>(
-      std::count_if(extents.begin(), extents.end(), [](const auto& e) { return e.streamed; }));
-  const size_t total_reads = num_streamed * kSteps;
-  std::vector<double> read_seconds;  // of the k-th streamed extent walked, over all steps
-  for (int step = 0; step < kSteps; ++step) {
-    for (const PipelineExtent& extent : extents)
-      if (extent.streamed) read_seconds.push_back(extent.read_seconds);
-  }
-  // issued[k]: when the read of streamed extent k was issued; the first `depth` at the start.
-  std::vector<double> issued(total_reads, 0.0);
-  double walk = 0, last_read_end = 0, step_start = 0, step_seconds = 0;
-  size_t k = 0;  // streamed extents walked so far
-  for (int step = 0; step < kSteps; ++step) {
-    step_start = walk;
+  constexpr size_t kSteps = 3;
+  std::vector<double> reads;  // the streamed extents' read seconds, in the walk's order
+  for (const PipelineExtent& extent : extents)
+    if (extent.streamed) reads.push_back(extent.read_seconds);
+  const size_t n = reads.size();
+  // Forward reads at most n − 1 ahead: a further extent is one still staged for this step.
+  const size_t ahead = std::min(static_cast<size_t>(std::max(depth, 0)), n > 1 ? n - 1 : n);
+  // landed[s · n + r]: when step s's read of its r-th streamed extent lands (< 0: not issued).
+  // The disk reads in the order reads are issued, and the walk issues them in time order.
+  std::vector<double> landed(n * kSteps, -1.0);
+  double walk = 0, disk_free = 0, step_seconds = 0;
+  const auto issue = [&](size_t k) {
+    if (k >= landed.size() || landed[k] >= 0) return;  // past the walk, or issued already
+    disk_free = std::max(disk_free, walk) + reads[k % n];
+    landed[k] = disk_free;
+  };
+  for (size_t step = 0; step < kSteps; ++step) {
+    const double step_start = walk;
+    const size_t first = step * n;
+    // As Model::Forward: the step's first `ahead` reads at its start (issued already by the last
+    // step's wrap), then on reaching streamed extent r the read of extent (r + ahead) mod n, this
+    // step's or the next's; none when that is r itself (a single streamed extent), staged already.
+    for (size_t d = 0; d < std::min(ahead, n); ++d) issue(first + d);
+    size_t r = 0;
     for (const PipelineExtent& extent : extents) {
       if (extent.streamed) {
-        if (k + depth < total_reads) issued[k + depth] = std::max(issued[k + depth], walk);
-        if (depth == 0) issued[k] = walk;
-        last_read_end = std::max(issued[k], last_read_end) + read_seconds[k];
-        walk = std::max(walk, last_read_end);
-        ++k;
+        const size_t target = (r + ahead) % n;
+        if (ahead > 0 && target != r) issue(target > r ? first + target : first + n + target);
+        issue(first + r);  // Acquire reads it now if nothing prefetched it
+        walk = std::max(walk, landed[first + r]);
+        ++r;
       }
       walk += extent.work_seconds;
     }

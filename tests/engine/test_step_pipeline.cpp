@@ -32,17 +32,24 @@ TEST_CASE("step pipeline: without prefetching each read waits for the walk") {
 
 TEST_CASE("step pipeline: uneven stretches cost a shallow ring, a deeper one absorbs them") {
   // Reads and work balance over the step (4 s each), but two streamed extents with no work come
-  // before a resident stretch of 4 s: with one read ahead, the disk idles through that stretch
-  // once its one queued read lands.
+  // before a resident stretch of 4 s: the disk idles through that stretch once the reads queued
+  // ahead of it land, one read fewer each level deeper (n − 1 = 3 at most: Forward's window).
   const std::vector<PipelineExtent> extents = {Streamed(1, 0), Streamed(1, 0), Resident(2),
                                                Resident(2),    Streamed(1, 0), Streamed(1, 0)};
-  const double shallow = PipelinedStepSeconds(extents, 1);
-  const double deeper = PipelinedStepSeconds(extents, 2);
-  const double deepest = PipelinedStepSeconds(extents, 4);
-  CHECK(shallow > 4.5);
-  CHECK(deeper < shallow);
-  CHECK(deepest <= deeper);
-  CHECK(deepest == Approx(4));  // the whole step's reads queued ahead: nothing idles
+  CHECK(PipelinedStepSeconds(extents, 1) == Approx(7));
+  CHECK(PipelinedStepSeconds(extents, 2) == Approx(6));
+  CHECK(PipelinedStepSeconds(extents, 3) == Approx(5));
+  CHECK(PipelinedStepSeconds(extents, 4) == Approx(5));
+}
+
+TEST_CASE("step pipeline: a window past the step's reads is as deep as they allow") {
+  // Two streamed extents: Forward reads at most one ahead (a second would be the extent it is
+  // acquiring, staged already), so depth 2 walks as depth 1 does, the next step's first read
+  // overlapping the resident stretch.
+  const std::vector<PipelineExtent> extents = {Streamed(1, 0.5), Streamed(1, 0.5), Resident(2)};
+  CHECK(PipelinedStepSeconds(extents, 1) == Approx(3.5));
+  CHECK(PipelinedStepSeconds(extents, 2) == Approx(3.5));
+  CHECK(PipelinedStepSeconds(extents, 0) == Approx(5));
 }
 
 }  // namespace zinf::planner_detail
