@@ -147,10 +147,7 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
   SplitIntoMicroBatches(batch, limits_.micro_rows(), micro_batches_);
   const int num_extents = static_cast<int>(checkpoint_.extents.size());
   const int num_read = static_cast<int>(read_each_step_.size());
-  // At most num_read − 1 ahead: a window as long as the step's reads would target the extent
-  // being acquired, staged already, and prefetch nothing into the next step.
-  const int depth =
-      num_read > 0 ? std::min(weights_.prefetch_depth(), std::max(num_read - 1, 1)) : 0;
+  const int depth = ReadAheadWindow(weights_.prefetch_depth(), num_read);
   // Prefetching walks only the extents read from the disk every step: a window that also counted
   // those held in DRAM left the disk idle while they computed (Llama-2-70B int4 under 16 GB, its
   // first 30 extents resident: reads and products added up at batch 8, 78% of the bound).

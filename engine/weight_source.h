@@ -3,6 +3,7 @@
 // pass asks for the next extents ahead of time with Prefetch so reads overlap compute.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -62,5 +63,14 @@ class WeightSource {
   // life, so a device backend can page-lock it once for fast asynchronous copies.
   virtual std::vector<std::span<const std::byte>> HostMemory() const { return {}; }
 };
+
+// How many of a step's `num_streamed` streamed extents the forward pass reads ahead with a source
+// of prefetch depth `depth`: at most num_streamed − 1 (one more would be the extent being acquired,
+// staged already, so nothing would reach into the next step), 0 when nothing is streamed. The
+// planner's walk of a step (engine/planner/step_pipeline.h) reads ahead the same.
+inline int ReadAheadWindow(int depth, int num_streamed) {
+  if (num_streamed <= 0 || depth <= 0) return 0;
+  return std::min(depth, std::max(num_streamed - 1, 1));
+}
 
 }  // namespace zinf

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "engine/weight_source.h"
+
 namespace zinf::planner_detail {
 
 double PipelinedStepSeconds(const std::vector<PipelineExtent>& extents, int depth) {
@@ -13,8 +15,7 @@ double PipelinedStepSeconds(const std::vector<PipelineExtent>& extents, int dept
   for (const PipelineExtent& extent : extents)
     if (extent.streamed) reads.push_back(extent.read_seconds);
   const size_t n = reads.size();
-  // Forward reads at most n − 1 ahead: a further extent is one still staged for this step.
-  const size_t ahead = std::min(static_cast<size_t>(std::max(depth, 0)), n > 1 ? n - 1 : n);
+  const auto ahead = static_cast<size_t>(ReadAheadWindow(depth, static_cast<int>(n)));
   // landed[s · n + r]: when step s's read of its r-th streamed extent lands (< 0: not issued).
   // The disk reads in the order reads are issued, and the walk issues them in time order.
   std::vector<double> landed(n * kSteps, -1.0);
@@ -30,7 +31,7 @@ double PipelinedStepSeconds(const std::vector<PipelineExtent>& extents, int dept
     // As Model::Forward: the step's first `ahead` reads at its start (issued already by the last
     // step's wrap), then on reaching streamed extent r the read of extent (r + ahead) mod n, this
     // step's or the next's; none when that is r itself (a single streamed extent), staged already.
-    for (size_t d = 0; d < std::min(ahead, n); ++d) issue(first + d);
+    for (size_t d = 0; d < ahead; ++d) issue(first + d);
     size_t r = 0;
     for (const PipelineExtent& extent : extents) {
       if (extent.streamed) {

@@ -234,12 +234,11 @@ TEST_CASE("planner: int4 products run at the rate calibrated for their group siz
   // Each group's sums are scaled apart, so groups of 32 multiply slower than of 64: a model in
   // groups of 32 is predicted at 32's rate, and a size with no table at 64's (a cache from before).
   Checkpoint model = ShippedConfig("llama-2-7b");
-  double q4_elements = 0, other_elements = 0;
   for (const int group_size : {32, 128}) {
     model.extents = formats::LayoutExtents(
         formats::ExpectedExtents(model.config),
         formats::WeightEncoding::For(DType::kQ4, DType::kF16, group_size, {}));
-    q4_elements = other_elements = 0;
+    double q4_elements = 0, other_elements = 0;
     for (const ExtentInfo& extent : model.extents) {
       if (extent.kind == ExtentKind::kEmbedding) continue;
       for (const TensorInfo& tensor : extent.tensors) {
