@@ -8,6 +8,7 @@
 #include "cpu/matmul_avx512.h"
 #include "cpu/matmul_float_panels_avx2.h"
 #include "cpu/matmul_quant.h"
+#include "cpu/shared_activations.h"
 #include "cpu/tile_prefetch.h"
 #include "cpu/tiling.h"
 #include "cpu/weights_avx2.h"
@@ -150,8 +151,10 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
     return;
   }
   if (isa >= CpuIsa::kAvx512 && num_tokens >= 2) {
+    const float* pairs =
+        shared != nullptr ? shared->TokenPairsFor(x, x_stride, num_tokens, w, isa) : nullptr;
     MatMulRowsAvx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                     x_version);
+                     {x_version, pairs});
     return;
   }
   if (isa == CpuIsa::kPortable) {

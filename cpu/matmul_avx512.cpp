@@ -47,9 +47,23 @@ constexpr int64_t kPrefetchedGroupBytes = int64_t{24} << 10;
 // Token pairs of x, interleaved by tile: the 4 pairs of a tile (pairs 4i .. 4i + 3) lie chunk by
 // chunk, pair p's chunk c at ((p / 4 · chunks + c) · 4 + p % 4) · 16, so a tile's pairs are one
 // ascending stream rather than four (one thread, 128 tokens: ~1.05-1.1x on 768 x 768 and
-// 768 x 2048).
-// An odd last token is paired with zeros (its second results are never stored). Kept per thread,
-// grown only, and reused while the caller's x_version says x is unchanged.
+// 768 x 2048). An odd last token is paired with zeros (its second results are never stored).
+void PackPairRange(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
+                   int64_t pair_begin, int64_t pair_end, float* pairs) {
+  for (int64_t p = pair_begin; p < pair_end; ++p) {
+    const float* first = x + 2 * p * x_stride;
+    const float* second = 2 * p + 1 < num_tokens ? first + x_stride : nullptr;
+    float* dst = pairs + (p / 4 * chunks * 4 + p % 4) * 16;
+    for (int64_t c = 0; c < chunks; ++c, dst += 64) {
+      const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
+      _mm512_storeu_ps(
+          dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)), high, 1));
+    }
+  }
+}
+
+// x's token pairs as PackPairRange lays them out, packed by this thread: kept per thread, grown
+// only, and reused while the caller's x_version says x is unchanged.
 const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
                             uint64_t x_version) {
   struct Packed {
@@ -63,19 +77,9 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
       packed.x_stride == x_stride && packed.num_tokens == num_tokens && packed.chunks == chunks) {
     return packed.pairs.data();
   }
-  const int64_t pairs = (num_tokens + 1) / 2;
-  const auto size = static_cast<size_t>((pairs + 3) / 4 * 4 * chunks * 16);
+  const auto size = static_cast<size_t>(TokenPairFloats(num_tokens, chunks * 8));
   if (packed.pairs.size() < size) packed.pairs.resize(size);
-  for (int64_t p = 0; p < pairs; ++p) {
-    const float* first = x + 2 * p * x_stride;
-    const float* second = 2 * p + 1 < num_tokens ? first + x_stride : nullptr;
-    float* dst = packed.pairs.data() + (p / 4 * chunks * 4 + p % 4) * 16;
-    for (int64_t c = 0; c < chunks; ++c, dst += 64) {
-      const __m256 high = second != nullptr ? _mm256_loadu_ps(second + 8 * c) : _mm256_setzero_ps();
-      _mm512_storeu_ps(
-          dst, _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(first + 8 * c)), high, 1));
-    }
-  }
+  PackPairRange(x, x_stride, num_tokens, chunks, 0, (num_tokens + 1) / 2, packed.pairs.data());
   packed.x = x;
   packed.x_stride = x_stride;
   packed.num_tokens = num_tokens;
@@ -379,9 +383,11 @@ int64_t PairBlock(int64_t chunks, const PairTiling& tiling) {
 template <DType kDType, DType kLoad>
 void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                  const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                 int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
+                 int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling) {
   const int64_t chunks = w.cols / 8;
-  const float* packed = PackTokenPairs(x, x_stride, num_tokens, chunks, x_version);
+  const float* packed = pairs_from.pairs != nullptr
+                            ? pairs_from.pairs
+                            : PackTokenPairs(x, x_stride, num_tokens, chunks, pairs_from.x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
   const int64_t block = PairBlock(chunks, tiling);
   static_assert(kTileRows == pair_outputs::kGroupRows);
@@ -427,7 +433,7 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
 template <DType kDType>
 void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
+                      int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling) {
   if constexpr (kDType != DType::kF32) {
     // Rows widened a span at a time serve every pair tile of a block; widened in a burst before
     // the tiles run, they wait on memory. With 2 tiles or fewer (under 24 tokens, or rows too
@@ -440,11 +446,11 @@ void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, cons
     if ((kDType == DType::kF16 ? tiling.widen_f16 : tiling.widen_bf16) &&
         tiles >= tiling.widen_min_tiles) {
       return MatMulPairs<kDType, DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                              row_begin, row_end, x_version, tiling);
+                                              row_begin, row_end, pairs_from, tiling);
     }
   }
   MatMulPairs<kDType, kDType>(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                              x_version, tiling);
+                              pairs_from, tiling);
 }
 
 #pragma GCC diagnostic pop
@@ -454,17 +460,17 @@ void MatMulPairsTiled(const float* x, int64_t x_stride, int64_t num_tokens, cons
 
 void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                            const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                           int64_t row_end, uint64_t x_version, const PairTiling& tiling) {
+                           int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling) {
   switch (w.dtype) {
     case DType::kF32:
       return MatMulPairsTiled<DType::kF32>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                           row_begin, row_end, x_version, tiling);
+                                           row_begin, row_end, pairs_from, tiling);
     case DType::kF16:
       return MatMulPairsTiled<DType::kF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                           row_begin, row_end, x_version, tiling);
+                                           row_begin, row_end, pairs_from, tiling);
     case DType::kBF16:
       return MatMulPairsTiled<DType::kBF16>(x, x_stride, num_tokens, w, bias, out, out_stride,
-                                            row_begin, row_end, x_version, tiling);
+                                            row_begin, row_end, pairs_from, tiling);
     case DType::kI8:
     case DType::kQ4: break;
   }
@@ -473,9 +479,19 @@ void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens,
 
 void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end, uint64_t x_version) {
+                      int64_t row_end, TokenPairSource pairs_from) {
   MatMulRowsAvx512Tiled(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
-                        x_version, CurrentPairTiling());
+                        pairs_from, CurrentPairTiling());
+}
+
+int64_t TokenPairFloats(int64_t num_tokens, int64_t cols) {
+  const int64_t pairs = (num_tokens + 1) / 2;
+  return (pairs + kTilePairs - 1) / kTilePairs * kTilePairs * (cols / 8) * 16;
+}
+
+void PackTokenPairsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, int64_t cols,
+                          int64_t pair_begin, int64_t pair_end, float* pairs) {
+  PackPairRange(x, x_stride, num_tokens, cols / 8, pair_begin, pair_end, pairs);
 }
 
 }  // namespace zinf::cpu

@@ -36,13 +36,28 @@ PairTiling CurrentPairTiling();
 // Pins a tiling (tests run every one); nullopt returns to the measured one. Not while products run.
 void PinPairTiling(std::optional<PairTiling> tiling);
 
+// Where the kernel finds x laid out as token pairs: `pairs` packed once for every thread
+// (PackTokenPairsAvx512), or, where null, packed by each thread for itself and reused while
+// x_version (cpu/matmul.h) says x is unchanged.
+struct TokenPairSource {
+  uint64_t x_version = 0;
+  const float* pairs = nullptr;
+};
+
 // MatMulRows for f32/f16/bf16 weights and num_tokens ≥ 2, on a CPU with AVX-512 F/BW/VL/DQ.
 void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                       const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end, uint64_t x_version);
+                      int64_t row_end, TokenPairSource pairs_from);
 // The same with a given tiling (what the measurement times).
 void MatMulRowsAvx512Tiled(const float* x, int64_t x_stride, int64_t num_tokens, const Weight& w,
                            const Weight& bias, float* out, int64_t out_stride, int64_t row_begin,
-                           int64_t row_end, uint64_t x_version, const PairTiling& tiling);
+                           int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling);
+
+// The floats num_tokens tokens of `cols` columns take as token pairs.
+int64_t TokenPairFloats(int64_t num_tokens, int64_t cols);
+// Pairs [pair_begin, pair_end) (tokens 2·pair_begin .. 2·pair_end − 1) of x written into `pairs`
+// (TokenPairFloats long), where the kernel reads them: each of a pool's threads can pack a share.
+void PackTokenPairsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, int64_t cols,
+                          int64_t pair_begin, int64_t pair_end, float* pairs);
 
 }  // namespace zinf::cpu

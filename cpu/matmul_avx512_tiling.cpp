@@ -39,7 +39,7 @@ PairTiling MeasurePairTiling() {
   auto seconds = [&](const Weight& w, const PairTiling& tiling) {
     const auto start = std::chrono::steady_clock::now();
     MatMulRowsAvx512Tiled(x.data(), kCols, kTokens, w, Weight{}, out.data(), kRows, 0, kRows,
-                          x_version, tiling);
+                          TokenPairSource{x_version}, tiling);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   // Whether `other` is faster than `base` on w.

@@ -1,6 +1,6 @@
-// Quantized activations reused: by one thread across the products of one input (x_version), and
-// by every thread of a product (cpu/shared_activations.h). Each product must equal the one whose
-// thread quantized x for itself.
+// Activations reused: quantized by one thread across the products of one input (x_version), and
+// quantized or packed as token pairs once for every thread of a product
+// (cpu/shared_activations.h). Each product must equal the one whose thread prepared x itself.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,11 +11,13 @@
 #include "cpu/matmul.h"
 #include "cpu/shared_activations.h"
 #include "cpu/thread_pool.h"
+#include "tests/cpu/float_matrix.h"
 #include "tests/cpu/quantized_matrix.h"
 #include "tests/support/random_values.h"
 
 namespace zinf {
 
+using testing::FloatMatrix;
 using testing::QuantizedMatrix;
 using testing::RandomValues;
 
@@ -81,6 +83,49 @@ TEST_CASE("quantized matmul: activations quantized once for all threads give eac
           cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, with_shared.data(), rows, 7, rows,
                           isa, 0, &shared);
           cpu::MatMulRows(x.data(), cols, tokens, q.weight, {}, own.data(), rows, 0, rows, isa, 0);
+          CHECK(std::memcmp(with_shared.data(), own.data(), own.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("float matmul: token pairs packed once for all threads give each thread's bits") {
+  // At the AVX-512 levels PrepareSharedActivations packs x's token pairs for f32, f16 and bf16
+  // weights, the pairs split between the pool's threads; a product reading them must equal the
+  // one whose thread packed x itself. Below AVX-512 nothing is packed.
+  cpu::ThreadPool pool(3);
+  const int64_t rows = 20;
+  for (cpu::CpuIsa isa :
+       {cpu::CpuIsa::kPortable, cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512, cpu::CpuIsa::kAmx}) {
+    if (cpu::BestCpuIsa() < isa) continue;
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      // 203 columns: 25 chunks and a tail the kernel reads from x; 5: all tail, nothing packed.
+      for (int64_t cols : {int64_t{5}, int64_t{203}, int64_t{320}}) {
+        const FloatMatrix w(RandomValues(rows * cols, 91 + cols), dtype, rows, cols);
+        for (int64_t tokens : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{70}}) {
+          const int64_t x_stride = cols + 3;
+          const std::vector<float> x = RandomValues(tokens * x_stride, 92 + tokens);
+          const cpu::SharedActivations shared =
+              cpu::PrepareSharedActivations(pool, x.data(), x_stride, tokens, cols, w.weight, isa);
+          INFO(cpu::CpuIsaName(isa) << " " << DTypeName(dtype) << " cols " << cols << " tokens "
+                                    << tokens);
+          const bool packed = isa >= cpu::CpuIsa::kAvx512 && tokens >= 32 && cols >= 8;
+          CHECK((shared.TokenPairsFor(x.data(), x_stride, tokens, w.weight, isa) != nullptr) ==
+                packed);
+          // Not for another input, nor for quantized weights.
+          CHECK(shared.TokenPairsFor(x.data() + x_stride, x_stride, tokens - 1, w.weight, isa) ==
+                nullptr);
+          const QuantizedMatrix int8(RandomValues(rows * cols, 93), DType::kI8, rows, cols, 32);
+          CHECK(shared.TokenPairsFor(x.data(), x_stride, tokens, int8.weight, isa) == nullptr);
+          CHECK_FALSE(shared.Serves(x.data(), x_stride, tokens, int8.weight, isa));
+          std::vector<float> with_shared(tokens * rows), own(tokens * rows);
+          cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, {}, with_shared.data(), rows, 0, 7,
+                          isa, 0, &shared);
+          cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, {}, with_shared.data(), rows, 7,
+                          rows, isa, 0, &shared);
+          cpu::MatMulRows(x.data(), x_stride, tokens, w.weight, {}, own.data(), rows, 0, rows, isa,
+                          0);
           CHECK(std::memcmp(with_shared.data(), own.data(), own.size() * sizeof(float)) == 0);
         }
       }
