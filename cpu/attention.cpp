@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/attention_keys_avx512.h"
 #include "cpu/attention_rows.h"
 #include "cpu/attention_rows_avx2_blocks.h"
 #include "cpu/attention_rows_avx512.h"
@@ -67,14 +68,20 @@ void AttendOneByOne(const AttentionArgs& args, const WorkItem& item, std::vector
 }
 
 // The same per-query operations, with the key and value loads shared by the block (isa kAvx512
-// or kAvx2).
+// or kAvx2). `call` names this CausalAttention call (NewAttentionCall).
 void AttendBlock(const AttentionArgs& args, const WorkItem& item, std::vector<float>& scores,
-                 CpuIsa isa) {
+                 CpuIsa isa, uint64_t call) {
   const ItemView view = ViewItem(args, item);
   const QueryBlock& block = view.block;
   const int64_t stride = (block.last_num_keys() + 15) / 16 * 16;
   scores.resize(kAttentionBlockQueries * stride);
-  if (isa >= CpuIsa::kAvx512) {
+  if (isa >= CpuIsa::kAvx512 && block.keys_step == 1) {
+    // Consecutive tokens: the thread's next blocks of this head score the same keys again, so
+    // they are transposed once for all of them.
+    const SequenceChunk& chunk = args.chunks[item.chunk_idx];
+    ScoreKeysTransposedAvx512(block, view.keys, chunk.start_position + chunk.num_tokens, call,
+                              args.shape.scale, scores.data(), stride);
+  } else if (isa >= CpuIsa::kAvx512) {
     ScoreKeysBlockAvx512(block, view.keys, args.shape.scale, scores.data(), stride);
   } else {
     ScoreKeysBlockAvx2(block, view.keys, args.shape.scale, scores.data(), stride);
@@ -167,12 +174,13 @@ void CausalAttention(ThreadPool& pool, const AttentionArgs& args, CpuIsa isa) {
       ++head;
     }
   }
+  const uint64_t call = NewAttentionCall();
   pool.ParallelFor(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
     // Reused across steps by each pool thread: no allocation once it has grown to the context.
     thread_local std::vector<float> scores;
     for (int64_t i = begin; i < end;) {
       if (items[i].num_tokens > 1 || items[i].num_heads > 1) {
-        AttendBlock(args, items[i], scores, isa);
+        AttendBlock(args, items[i], scores, isa, call);
         ++i;
       } else if (const int64_t run = DecodeHeadRun(args, items, i, end, isa); run > 1) {
         AttendDecodeHeads(args, items[i], static_cast<int>(run), scores, isa);

@@ -248,6 +248,44 @@ void CheckQueryBlocksLevel(cpu::CpuIsa isa) {
   }
 }
 
+// From AVX-512 up a thread transposes a KV head's keys once for the query blocks it scores in one
+// call (the heads sharing it included): two prefill chunks of different slots in one call each
+// get their own keys, and keys rewritten at the same addresses before the next call are read
+// again. One KV head and one thread, so that each call's first block would otherwise find the
+// keys the last one left.
+void CheckTransposedKeysLevel(cpu::CpuIsa isa) {
+  testing::RequireCpuIsa(isa);
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  cpu::ThreadPool pool(1);
+  const int num_heads = 2, num_kv_heads = 1;
+  for (int head_dim : {13, 64}) {
+    TestKv kv(num_kv_heads, head_dim, rng);
+    const int64_t width = int64_t{num_heads} * head_dim;
+    std::vector<float> q(80 * width);
+    for (float& v : q) v = normal(rng);
+    for (KvElement element : kKvElements) {
+      cpu::AttentionArgs args = ArgsOver(kv, q, num_heads, element);
+      INFO("head_dim " << head_dim << " " << KvElementName(element));
+      const SequenceChunk two_slots[] = {{0, 0, 37, 0}, {1, 0, 40, 37}};
+      args.chunks = two_slots;
+      ExpectLevelGivesPortable(pool, args, 77 * width, isa);
+      const SequenceChunk one_slot[] = {{0, 0, 40, 0}};
+      args.chunks = one_slot;
+      for (int rewrite = 0; rewrite < 2; ++rewrite) {
+        INFO("rewrite " << rewrite);
+        if (rewrite == 1) {  // new keys, same addresses
+          for (int64_t at = 0; at < 40 * kv.RowStride(); ++at) {
+            kv.Set(0, at, normal(rng));
+            kv.i8[0][at] = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+          }
+        }
+        ExpectLevelGivesPortable(pool, args, 40 * width, isa);
+      }
+    }
+  }
+}
+
 // Grouped-query attention at decode: the query heads sharing a KV head go through the block
 // loops together (keys_step 0), up to 8 at a time, whenever the batch leaves enough blocks for
 // the threads; per query the operations are the one-query loops', so every level agrees.
@@ -339,6 +377,10 @@ TEST_CASE("attention: AVX2 gives the portable bits, its query blocks included", 
 
 TEST_CASE("attention: AVX-512 gives the portable bits, its query blocks included", "[avx512]") {
   CheckQueryBlocksLevel(cpu::CpuIsa::kAvx512);
+}
+
+TEST_CASE("attention: AVX-512 transposed keys are the call's and the slot's", "[avx512]") {
+  CheckTransposedKeysLevel(cpu::CpuIsa::kAvx512);
 }
 
 TEST_CASE("attention: decode tokens of grouped heads give the portable bits in AVX2 head blocks",
