@@ -151,7 +151,7 @@ void MatMulRows(const float* x, int64_t x_stride, int64_t num_tokens, const Weig
     return;
   }
   if (isa >= CpuIsa::kAvx512 && num_tokens >= 2) {
-    const float* pairs =
+    const TokenPairLine* pairs =
         shared != nullptr ? shared->TokenPairsFor(x, x_stride, num_tokens, w, isa) : nullptr;
     MatMulRowsAvx512(x, x_stride, num_tokens, w, bias, out, out_stride, row_begin, row_end,
                      {x_version, pairs});

@@ -67,7 +67,7 @@ void PackPairRange(const float* x, int64_t x_stride, int64_t num_tokens, int64_t
 const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
                             uint64_t x_version) {
   struct Packed {
-    std::vector<float> pairs;
+    std::vector<TokenPairLine> pairs;
     const float* x = nullptr;
     int64_t x_stride = 0, num_tokens = 0, chunks = 0;
     uint64_t version = 0;
@@ -75,17 +75,18 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
   thread_local Packed packed;
   if (x_version != 0 && packed.version == x_version && packed.x == x &&
       packed.x_stride == x_stride && packed.num_tokens == num_tokens && packed.chunks == chunks) {
-    return packed.pairs.data();
+    return packed.pairs.data()->floats;
   }
-  const auto size = static_cast<size_t>(TokenPairFloats(num_tokens, chunks * 8));
+  const auto size = static_cast<size_t>(TokenPairLines(num_tokens, chunks * 8));
   if (packed.pairs.size() < size) packed.pairs.resize(size);
-  PackPairRange(x, x_stride, num_tokens, chunks, 0, (num_tokens + 1) / 2, packed.pairs.data());
+  PackPairRange(x, x_stride, num_tokens, chunks, 0, (num_tokens + 1) / 2,
+                packed.pairs.data()->floats);
   packed.x = x;
   packed.x_stride = x_stride;
   packed.num_tokens = num_tokens;
   packed.chunks = chunks;
   packed.version = x_version;
-  return packed.pairs.data();
+  return packed.pairs.data()->floats;
 }
 
 // The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
@@ -386,7 +387,7 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
                  int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling) {
   const int64_t chunks = w.cols / 8;
   const float* packed = pairs_from.pairs != nullptr
-                            ? pairs_from.pairs
+                            ? pairs_from.pairs->floats
                             : PackTokenPairs(x, x_stride, num_tokens, chunks, pairs_from.x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
   const int64_t block = PairBlock(chunks, tiling);
@@ -484,14 +485,14 @@ void MatMulRowsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, cons
                         pairs_from, CurrentPairTiling());
 }
 
-int64_t TokenPairFloats(int64_t num_tokens, int64_t cols) {
+int64_t TokenPairLines(int64_t num_tokens, int64_t cols) {
   const int64_t pairs = (num_tokens + 1) / 2;
-  return (pairs + kTilePairs - 1) / kTilePairs * kTilePairs * (cols / 8) * 16;
+  return (pairs + kTilePairs - 1) / kTilePairs * kTilePairs * (cols / 8);
 }
 
 void PackTokenPairsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, int64_t cols,
-                          int64_t pair_begin, int64_t pair_end, float* pairs) {
-  PackPairRange(x, x_stride, num_tokens, cols / 8, pair_begin, pair_end, pairs);
+                          int64_t pair_begin, int64_t pair_end, TokenPairLine* pairs) {
+  PackPairRange(x, x_stride, num_tokens, cols / 8, pair_begin, pair_end, pairs->floats);
 }
 
 }  // namespace zinf::cpu

@@ -4,8 +4,6 @@
 
 #include <vector>
 
-#include "cpu/matmul_avx512.h"
-
 namespace zinf::cpu {
 
 namespace {
@@ -33,10 +31,10 @@ SharedActivations PrepareSharedActivations(ThreadPool& pool, const float* x, int
     // A row shorter than 8 is all tail: the kernel reads x itself.
     if (isa < CpuIsa::kAvx512 || cols < 8) return shared;
     // The calling thread's, taken here as the buffers below are.
-    thread_local std::vector<float> buffer;
-    const auto size = static_cast<size_t>(TokenPairFloats(num_tokens, cols));
+    thread_local std::vector<TokenPairLine> buffer;
+    const auto size = static_cast<size_t>(TokenPairLines(num_tokens, cols));
     if (buffer.size() < size) buffer.resize(size);
-    float* pairs = buffer.data();
+    TokenPairLine* pairs = buffer.data();
     pool.ParallelFor(
         (num_tokens + 1) / 2,
         [&](int64_t begin, int64_t end) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cpu/isa.h"
+#include "cpu/matmul_avx512.h"
 #include "cpu/q4_activations.h"
 #include "cpu/q8_activations.h"
 #include "cpu/thread_pool.h"
@@ -25,7 +26,7 @@ struct SharedActivations {
   int64_t x_stride = 0, num_tokens = 0, cols = 0;
   Q8Activations q8;
   Q4Activations q4;
-  const float* token_pairs = nullptr;  // cpu/matmul_avx512.h's layout
+  const TokenPairLine* token_pairs = nullptr;  // cpu/matmul_avx512.h's layout
 
   // Whether these are the activations w's kernel at `isa` would otherwise quantize from this x.
   bool Serves(const float* input, int64_t input_stride, int64_t tokens, const Weight& w,
@@ -38,7 +39,7 @@ struct SharedActivations {
   }
 
   // The token pairs w's float kernel at `isa` would otherwise pack from this x, or null.
-  const float* TokenPairsFor(const float* input, int64_t input_stride, int64_t tokens,
+  const TokenPairLine* TokenPairsFor(const float* input, int64_t input_stride, int64_t tokens,
                              const Weight& w, CpuIsa isa) const {
     if (token_pairs == nullptr || IsQuantized(w.dtype) || isa < CpuIsa::kAvx512) return nullptr;
     const bool same_input =
