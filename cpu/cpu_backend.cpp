@@ -43,9 +43,9 @@ std::string CpuBackend::name() const {
 }
 
 Tensor CpuBackend::AllocateActivation(int64_t rows, int64_t cols) {
-  activations_.push_back(std::make_unique<float[]>(rows * cols));
+  activations_.emplace_back(static_cast<size_t>(rows * cols));
   activation_bytes_ += static_cast<uint64_t>(rows * cols) * sizeof(float);
-  return {activations_.back().get(), rows, cols};
+  return {activations_.back().data(), rows, cols};
 }
 
 void CpuBackend::AllocateKvCache(const KvCacheShape& shape) { kv_cache_.Allocate(shape); }

@@ -3,9 +3,9 @@
 // and the fallback.
 #pragma once
 
-#include <memory>
 #include <vector>
 
+#include "cpu/cache_line_vector.h"
 #include "cpu/kv_cache.h"
 #include "cpu/product_sequence.h"
 #include "cpu/thread_pool.h"
@@ -53,7 +53,9 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   ProductSequence products_;
-  std::vector<std::unique_ptr<float[]>> activations_;
+  // From cache lines, as the KV cache (cpu/cache_line_vector.h): rows of 768 floats 16 bytes off
+  // a line would make every row's 64-byte loads straddle two.
+  std::vector<cpu::CacheLineVector<float>> activations_;
   uint64_t activation_bytes_ = 0;
   cpu::CpuKvCache kv_cache_;
   std::vector<float> rope_cos_;  // [max_context][head_dim / 2]

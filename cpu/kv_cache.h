@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "cpu/cache_line_vector.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
 
@@ -58,10 +59,10 @@ class CpuKvCache {
 
  private:
   // Storage of one of keys / values: f32, f16 or int8 elements (int8's scales are kept apart).
-  struct Storage {
-    std::vector<float> f32;
-    std::vector<uint16_t> f16;
-    std::vector<int8_t> i8;
+  struct Storage {  // from a cache line, so a KV head's rows take as few lines as they can
+    CacheLineVector<float> f32;
+    CacheLineVector<uint16_t> f16;
+    CacheLineVector<int8_t> i8;
   };
   int64_t RowIndex(int layer, int slot, int position) const;
   void StoreRow(Storage& storage, std::vector<float>& scales, int64_t row, const float* values);
