@@ -97,9 +97,8 @@ const KeyLanes* TransposeKeysUpTo(const KvRows& keys, int kv_head, int head_dim,
     t = TransposedKeys{std::move(t.lanes), source, keys.row_stride, kv_head, head_dim, call, 0};
   }
   if (t.filled >= num_keys) return t.lanes.data();
-  const int target =
-      std::max(num_keys, std::min((num_keys + kBlockKeys - 1) / kBlockKeys * kBlockKeys,
-                                  available_keys));
+  const int target = std::max(
+      num_keys, std::min((num_keys + kBlockKeys - 1) / kBlockKeys * kBlockKeys, available_keys));
   const auto needed = static_cast<size_t>((target + kBlockKeys - 1) / kBlockKeys * head_dim);
   if (t.lanes.size() < needed) t.lanes.resize(needed);
   thread_local std::vector<float> rows;  // a block's keys widened, head_dim apart
@@ -173,8 +172,8 @@ inline void ScoreTile(const float* const* q, const KeyLanes* blocks, int head_di
       const __m512 s15 = _mm512_add_ps(a[1], a[5]), s37 = _mm512_add_ps(a[3], a[7]);
       __m512 sum = _mm512_add_ps(_mm512_add_ps(s04, s26), _mm512_add_ps(s15, s37));
       for (int d = body; d < head_dim; ++d) {
-        sum = _mm512_fmadd_ps(_mm512_set1_ps(q[i][d]),
-                              _mm512_load_ps(blocks[k * head_dim + d].key), sum);
+        sum = _mm512_fmadd_ps(_mm512_set1_ps(q[i][d]), _mm512_load_ps(blocks[k * head_dim + d].key),
+                              sum);
       }
       // An int8 key's dot times its scale.
       if (scaled_rows) sum = _mm512_mul_ps(sum, _mm512_load_ps(row_scales[k].key));
@@ -237,14 +236,9 @@ void ScoreKeysTransposedAvx512(const QueryBlock& block, const KvRows& keys, int 
       const KeyLanes* group = lanes + first_block * hd;
       const KeyLanes* group_scales = block_scales + (scaled_rows ? first_block : 0);
       switch (blocks) {
-        case 3:
-          ScoreTile<1, 3>(q, group, hd, group_scales, scaled_rows, scale_vector, o);
-          break;
-        case 2:
-          ScoreTile<1, 2>(q, group, hd, group_scales, scaled_rows, scale_vector, o);
-          break;
-        default:
-          ScoreTile<1, 1>(q, group, hd, group_scales, scaled_rows, scale_vector, o);
+        case 3: ScoreTile<1, 3>(q, group, hd, group_scales, scaled_rows, scale_vector, o); break;
+        case 2: ScoreTile<1, 2>(q, group, hd, group_scales, scaled_rows, scale_vector, o); break;
+        default: ScoreTile<1, 1>(q, group, hd, group_scales, scaled_rows, scale_vector, o);
       }
     }
   }

@@ -35,12 +35,11 @@ SharedActivations PrepareSharedActivations(ThreadPool& pool, const float* x, int
     const auto size = static_cast<size_t>(TokenPairLines(num_tokens, cols));
     if (buffer.size() < size) buffer.resize(size);
     TokenPairLine* pairs = buffer.data();
-    pool.ParallelFor(
-        (num_tokens + 1) / 2,
-        [&](int64_t begin, int64_t end) {
-          PackTokenPairsAvx512(x, x_stride, num_tokens, cols, begin, end, pairs);
-        },
-        kTokensPerTask / 2);
+    pool.ParallelFor((num_tokens + 1) / 2,
+                     [&](int64_t begin, int64_t end) {
+                       PackTokenPairsAvx512(x, x_stride, num_tokens, cols, begin, end, pairs);
+                     },
+                     kTokensPerTask / 2);
     shared.token_pairs = pairs;
     shared.x = x;
     shared.x_stride = x_stride;

@@ -40,7 +40,7 @@ struct SharedActivations {
 
   // The token pairs w's float kernel at `isa` would otherwise pack from this x, or null.
   const TokenPairLine* TokenPairsFor(const float* input, int64_t input_stride, int64_t tokens,
-                             const Weight& w, CpuIsa isa) const {
+                                     const Weight& w, CpuIsa isa) const {
     if (token_pairs == nullptr || IsQuantized(w.dtype) || isa < CpuIsa::kAvx512) return nullptr;
     const bool same_input =
         input == x && input_stride == x_stride && tokens == num_tokens && w.cols == cols;

@@ -108,11 +108,13 @@ TEST_CASE("float matmul: token pairs packed once for all threads give each threa
           const std::vector<float> x = RandomValues(tokens * x_stride, 92 + tokens);
           const cpu::SharedActivations shared =
               cpu::PrepareSharedActivations(pool, x.data(), x_stride, tokens, cols, w.weight, isa);
-          INFO(cpu::CpuIsaName(isa) << " " << DTypeName(dtype) << " cols " << cols << " tokens "
-                                    << tokens);
+          INFO(cpu::CpuIsaName(isa)
+               << " " << DTypeName(dtype) << " cols " << cols << " tokens " << tokens);
           const bool packed = isa >= cpu::CpuIsa::kAvx512 && tokens >= 32 && cols >= 8;
           CHECK((shared.TokenPairsFor(x.data(), x_stride, tokens, w.weight, isa) != nullptr) ==
                 packed);
+          // Each pair chunk one cache line (a load straddling two is slower).
+          CHECK(reinterpret_cast<uintptr_t>(shared.token_pairs) % 64 == 0);
           // Not for another input, nor for quantized weights.
           CHECK(shared.TokenPairsFor(x.data() + x_stride, x_stride, tokens - 1, w.weight, isa) ==
                 nullptr);

@@ -1,5 +1,6 @@
 // The CPU KV cache in f16 (cpu/kv_cache.h): each stored element is F32ToF16 of the value given,
-// whichever way the CPU converts (F16C 8 at a time where it has AVX2, one by one otherwise).
+// whichever way the CPU converts (F16C 8 at a time where it has AVX2, one by one otherwise); its
+// buffers, and the backend's activations, start on cache lines.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "cpu/kv_cache.h"
 #include "engine/dtype.h"
 #include "tests/support/random_values.h"
@@ -38,6 +40,29 @@ TEST_CASE("f16 KV cache: every element stored as F32ToF16 rounds it, NaNs, infin
     CHECK(keys.f16[2 * keys.row_stride + i] == F32ToF16(key[i]));
     CHECK(values.f16[2 * values.row_stride + i] == F32ToF16(value[i]));
   }
+}
+
+TEST_CASE("CPU KV cache and activations start on cache lines") {
+  // Large buffers from malloc land 16 bytes past a line; a KV head's rows would then take a line
+  // more than they need (cpu/cache_line_vector.h). Sizes past glibc's mmap threshold.
+  const auto line_offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 64; };
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
+    cpu::CpuKvCache cache;
+    cache.Allocate({2, 2, 512, 4, 128, dtype});
+    const cpu::KvRows keys = cache.Keys(0, 0), values = cache.Values(0, 0);
+    INFO(DTypeName(dtype));
+    const void* key_base = keys.f32 != nullptr   ? static_cast<const void*>(keys.f32)
+                           : keys.f16 != nullptr ? static_cast<const void*>(keys.f16)
+                                                 : static_cast<const void*>(keys.i8);
+    const void* value_base = values.f32 != nullptr   ? static_cast<const void*>(values.f32)
+                             : values.f16 != nullptr ? static_cast<const void*>(values.f16)
+                                                     : static_cast<const void*>(values.i8);
+    CHECK(line_offset(key_base) == 0);
+    CHECK(line_offset(value_base) == 0);
+  }
+  cpu::CpuBackend backend(1);
+  for (int64_t rows : {1, 7, 512})
+    CHECK(line_offset(backend.AllocateActivation(rows, 768).data) == 0);
 }
 
 }  // namespace zinf
