@@ -38,7 +38,7 @@ void PinPairTiling(std::optional<PairTiling> tiling);
 
 // A cache line of token pairs (one chunk of one pair). Buffers of pairs are 64-byte aligned, so
 // that no load of a chunk straddles two lines: 16 bytes off (where a large std::vector<float>
-// lands) the kernel ran 1.07-1.15x slower (Emerald Rapids, one thread, 768- to 5632-wide rows).
+// lands) the kernel ran 1.04-1.15x slower (Emerald Rapids, 1-2 threads, 768- to 5632-wide rows).
 struct alignas(64) TokenPairLine {
   float floats[16];
 };

@@ -21,7 +21,7 @@ struct SharedActivations {
   // or nothing prepared where that is null.
   DType dtype = DType::kF32;
   bool use_avx2 = false;
-  // The input they were quantized from.
+  // The input they were prepared from.
   const float* x = nullptr;
   int64_t x_stride = 0, num_tokens = 0, cols = 0;
   Q8Activations q8;
