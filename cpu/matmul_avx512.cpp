@@ -62,6 +62,13 @@ void PackPairRange(const float* x, int64_t x_stride, int64_t num_tokens, int64_t
   }
 }
 
+// The floats of a run of lines (cast, not a member access: rows shorter than 8 pack no line, and
+// an empty buffer's data() may be null).
+inline float* FloatsOf(TokenPairLine* lines) { return reinterpret_cast<float*>(lines); }
+inline const float* FloatsOf(const TokenPairLine* lines) {
+  return reinterpret_cast<const float*>(lines);
+}
+
 // x's token pairs as PackPairRange lays them out, packed by this thread: kept per thread, grown
 // only, and reused while the caller's x_version says x is unchanged.
 const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,
@@ -75,18 +82,18 @@ const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens
   thread_local Packed packed;
   if (x_version != 0 && packed.version == x_version && packed.x == x &&
       packed.x_stride == x_stride && packed.num_tokens == num_tokens && packed.chunks == chunks) {
-    return packed.pairs.data()->floats;
+    return FloatsOf(packed.pairs.data());
   }
   const auto size = static_cast<size_t>(TokenPairLines(num_tokens, chunks * 8));
   if (packed.pairs.size() < size) packed.pairs.resize(size);
   PackPairRange(x, x_stride, num_tokens, chunks, 0, (num_tokens + 1) / 2,
-                packed.pairs.data()->floats);
+                FloatsOf(packed.pairs.data()));
   packed.x = x;
   packed.x_stride = x_stride;
   packed.num_tokens = num_tokens;
   packed.chunks = chunks;
   packed.version = x_version;
-  return packed.pairs.data()->floats;
+  return FloatsOf(packed.pairs.data());
 }
 
 // The 8 weights [idx, idx + 8) as f32 in both 256-bit halves.
@@ -387,7 +394,7 @@ void MatMulPairs(const float* x, int64_t x_stride, int64_t num_tokens, const Wei
                  int64_t row_end, TokenPairSource pairs_from, const PairTiling& tiling) {
   const int64_t chunks = w.cols / 8;
   const float* packed = pairs_from.pairs != nullptr
-                            ? pairs_from.pairs->floats
+                            ? FloatsOf(pairs_from.pairs)
                             : PackTokenPairs(x, x_stride, num_tokens, chunks, pairs_from.x_version);
   const int64_t pairs = (num_tokens + 1) / 2;
   const int64_t block = PairBlock(chunks, tiling);
@@ -492,7 +499,7 @@ int64_t TokenPairLines(int64_t num_tokens, int64_t cols) {
 
 void PackTokenPairsAvx512(const float* x, int64_t x_stride, int64_t num_tokens, int64_t cols,
                           int64_t pair_begin, int64_t pair_end, TokenPairLine* pairs) {
-  PackPairRange(x, x_stride, num_tokens, cols / 8, pair_begin, pair_end, pairs->floats);
+  PackPairRange(x, x_stride, num_tokens, cols / 8, pair_begin, pair_end, FloatsOf(pairs));
 }
 
 }  // namespace zinf::cpu
