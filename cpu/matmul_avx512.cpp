@@ -62,13 +62,6 @@ void PackPairRange(const float* x, int64_t x_stride, int64_t num_tokens, int64_t
   }
 }
 
-// The floats of a run of lines (cast, not a member access: rows shorter than 8 pack no line, and
-// an empty buffer's data() may be null).
-inline float* FloatsOf(TokenPairLine* lines) { return reinterpret_cast<float*>(lines); }
-inline const float* FloatsOf(const TokenPairLine* lines) {
-  return reinterpret_cast<const float*>(lines);
-}
-
 // x's token pairs as PackPairRange lays them out, packed by this thread: kept per thread, grown
 // only, and reused while the caller's x_version says x is unchanged.
 const float* PackTokenPairs(const float* x, int64_t x_stride, int64_t num_tokens, int64_t chunks,

@@ -42,6 +42,12 @@ void PinPairTiling(std::optional<PairTiling> tiling);
 struct alignas(64) TokenPairLine {
   float floats[16];
 };
+// The floats of a run of lines: a cast, not a member access (rows shorter than 8 pack no line, and
+// an empty buffer's data() may be null).
+inline float* FloatsOf(TokenPairLine* lines) { return reinterpret_cast<float*>(lines); }
+inline const float* FloatsOf(const TokenPairLine* lines) {
+  return reinterpret_cast<const float*>(lines);
+}
 
 // Where the kernel finds x laid out as token pairs: `pairs` packed once for every thread
 // (PackTokenPairsAvx512), or, where null, packed by each thread for itself and reused while
