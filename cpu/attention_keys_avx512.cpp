@@ -9,6 +9,8 @@
 #include <atomic>
 #include <vector>
 
+#include "cpu/transpose_avx512.h"
+
 namespace zinf::cpu {
 
 namespace {
@@ -29,11 +31,6 @@ struct TransposedKeys {
   uint64_t call = 0;
   int filled = 0;  // keys transposed
 };
-
-const void* SourceOf(const KvRows& keys) {
-  if (keys.f32 != nullptr) return keys.f32;
-  return keys.f16 != nullptr ? static_cast<const void*>(keys.f16) : keys.i8;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
@@ -59,39 +56,12 @@ void WidenKey(const KvRows& keys, int64_t at, int head_dim, float* row) {
   for (; d < head_dim; ++d) row[d] = keys.value(at + d);
 }
 
-// Dimensions [d, d + 16) of 16 keys (rows[e] key e's, a row every `stride` floats) into block[d ..
-// d + 16): a 16 × 16 transpose in registers, four levels of shuffles.
-void TransposeSixteen(const float* rows, int64_t stride, int d, KeyLanes* block) {
-  __m512 r[16], t[16];
-  for (int e = 0; e < 16; ++e) r[e] = _mm512_loadu_ps(rows + e * stride + d);
-  for (int e = 0; e < 16; e += 2) {  // per 128 bits: (a0 b0 a1 b1), (a2 b2 a3 b3)
-    t[e] = _mm512_unpacklo_ps(r[e], r[e + 1]);
-    t[e + 1] = _mm512_unpackhi_ps(r[e], r[e + 1]);
-  }
-  for (int g = 0; g < 16; g += 4) {  // keys g .. g + 3, dims k, k + 4, k + 8, k + 12 in r[g + k]
-    r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
-    r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
-    r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
-    r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
-  }
-  for (int k = 0; k < 4; ++k) {  // the four groups' 128-bit parts side by side
-    const __m512 even_low = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
-    const __m512 odd_low = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xDD);
-    const __m512 even_high = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
-    const __m512 odd_high = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xDD);
-    _mm512_store_ps(block[d + k].key, _mm512_shuffle_f32x4(even_low, even_high, 0x88));
-    _mm512_store_ps(block[d + k + 8].key, _mm512_shuffle_f32x4(even_low, even_high, 0xDD));
-    _mm512_store_ps(block[d + k + 4].key, _mm512_shuffle_f32x4(odd_low, odd_high, 0x88));
-    _mm512_store_ps(block[d + k + 12].key, _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD));
-  }
-}
-
 // The call's keys of kv_head transposed up to at least num_keys (whole blocks where the sequence
 // has their keys: available_keys of them), this thread's copy.
 const KeyLanes* TransposeKeysUpTo(const KvRows& keys, int kv_head, int head_dim, int num_keys,
                                   int available_keys, uint64_t call) {
   thread_local TransposedKeys t;
-  const void* source = SourceOf(keys);
+  const void* source = keys.data();
   if (t.call != call || t.source != source || t.row_stride != keys.row_stride ||
       t.kv_head != kv_head || t.head_dim != head_dim) {
     t = TransposedKeys{std::move(t.lanes), source, keys.row_stride, kv_head, head_dim, call, 0};
@@ -111,7 +81,12 @@ const KeyLanes* TransposeKeysUpTo(const KvRows& keys, int kv_head, int head_dim,
       for (int e = 0; e < kBlockKeys; ++e)
         WidenKey(keys, (j + e) * keys.row_stride + head_offset, head_dim, &rows[e * head_dim]);
       int d = 0;
-      for (; d + 16 <= head_dim; d += 16) TransposeSixteen(rows.data(), head_dim, d, block);
+      for (; d + 16 <= head_dim; d += 16) {  // dimensions d .. d + 15 of the 16 keys
+        __m512 keys16[16];
+        for (int e = 0; e < kBlockKeys; ++e) keys16[e] = _mm512_loadu_ps(&rows[e * head_dim + d]);
+        Transpose16(keys16);  // keys16[k]: dimension d + k of the 16 keys
+        for (int k = 0; k < 16; ++k) _mm512_store_ps(block[d + k].key, keys16[k]);
+      }
       for (; d < head_dim; ++d) {
         for (int e = 0; e < kBlockKeys; ++e) block[d].key[e] = rows[e * head_dim + d];
       }

@@ -26,6 +26,11 @@ struct KvRows {
   int64_t row_stride = 0;
   int num_kv_heads = 0;
 
+  // Element 0, whatever the element type.
+  const void* data() const {
+    if (f32 != nullptr) return f32;
+    return f16 != nullptr ? static_cast<const void*>(f16) : static_cast<const void*>(i8);
+  }
   KvElement element() const {
     return f32 != nullptr ? KvElement::kF32 : f16 != nullptr ? KvElement::kF16 : KvElement::kI8;
   }

@@ -28,13 +28,16 @@ struct SharedActivations {
   Q4Activations q4;
   const TokenPairLine* token_pairs = nullptr;  // cpu/matmul_avx512.h's layout
 
+  // Whether these were prepared from this input, as wide as w's rows.
+  bool From(const float* input, int64_t input_stride, int64_t tokens, const Weight& w) const {
+    return input == x && input_stride == x_stride && tokens == num_tokens && w.cols == cols;
+  }
+
   // Whether these are the activations w's kernel at `isa` would otherwise quantize from this x.
   bool Serves(const float* input, int64_t input_stride, int64_t tokens, const Weight& w,
               CpuIsa isa) const {
     if (w.dtype != dtype || use_avx2 != (isa != CpuIsa::kPortable)) return false;
-    if (input != x || input_stride != x_stride || tokens != num_tokens || w.cols != cols) {
-      return false;
-    }
+    if (!From(input, input_stride, tokens, w)) return false;
     return dtype == DType::kI8 || (dtype == DType::kQ4 && q4.group_size == w.group_size);
   }
 
@@ -42,9 +45,7 @@ struct SharedActivations {
   const TokenPairLine* TokenPairsFor(const float* input, int64_t input_stride, int64_t tokens,
                                      const Weight& w, CpuIsa isa) const {
     if (token_pairs == nullptr || IsQuantized(w.dtype) || isa < CpuIsa::kAvx512) return nullptr;
-    const bool same_input =
-        input == x && input_stride == x_stride && tokens == num_tokens && w.cols == cols;
-    return same_input ? token_pairs : nullptr;
+    return From(input, input_stride, tokens, w) ? token_pairs : nullptr;
   }
 };
 
