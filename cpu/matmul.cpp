@@ -76,8 +76,8 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
   // A lone token reads each weight once: where it measured faster (cpu/tile_prefetch.h), what the
-  // next tile reads is prefetched as this tile's rows are consumed, a tile ahead: the bytes right
-  // after this tile's, or, for rows a stride apart, each row's next.
+  // next tile reads is prefetched as this tile's rows are consumed: the bytes right after this
+  // tile's, or, for rows a stride apart, each row's line kStreamPrefetchBytes on.
   constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
   const int64_t row_bytes = w.cols * kElementBytes;
   const char* first_row = static_cast<const char*>(w.data) + row * row_bytes;
@@ -92,7 +92,9 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
       } else if (k * kElementBytes % 64 == 0) {
 #pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
-          _mm_prefetch(first_row + (r * row_step + 1) * row_bytes + k * kElementBytes, _MM_HINT_T0);
+          _mm_prefetch(first_row + r * row_step * row_bytes + k * kElementBytes +
+                           kStreamPrefetchBytes,
+                       _MM_HINT_T0);
         }
       }
     }
