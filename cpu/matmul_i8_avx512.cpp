@@ -76,7 +76,7 @@ void PairWalk(const std::byte* records, const QuantRows& w, const Weight& bias, 
   int64_t r = row_begin;
   if constexpr (kTokens == 1) {
     r = ForEachStridedTile<kRows>(row_begin, row_end, [&](int64_t first, int64_t step, bool last) {
-      const int64_t next_row = prefetch && !last ? w.row_bytes : 0;
+      const int64_t next_row = prefetch && !last ? kStreamPrefetchBytes : 0;
       PairRows<kRows, 1>(records, w, bias, out, out_stride, first, step, next_row);
     });
   }

@@ -18,6 +18,7 @@
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "cpu/reduce_avx512.h"
+#include "cpu/tile_prefetch.h"
 #include "engine/quantized.h"
 
 namespace zinf::cpu::i8_avx512 {
@@ -121,19 +122,61 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
       acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ReduceEight(sums + 8 * g)), scale, acc[g]);
     }
   };
-  for (int64_t b = 0; b < whole; ++b) {
-    const int64_t k = b * kQ8BlockElements;
-    if (prefetch_offset != 0 && b % 2 == 0) {  // a line holds two blocks
+  auto prefetch = [&](int64_t k) __attribute__((always_inline)) {
 #pragma GCC unroll 16
-      for (int i = 0; i < kRows; ++i) {
-        const char* next = reinterpret_cast<const char*>(rows[i] + k) + prefetch_offset;
-        if (to_l1) {
-          _mm_prefetch(next, _MM_HINT_T0);
-        } else {
-          _mm_prefetch(next, _MM_HINT_T1);
-        }
+    for (int i = 0; i < kRows; ++i) {
+      const char* next = reinterpret_cast<const char*>(rows[i] + k) + prefetch_offset;
+      if (to_l1) {
+        _mm_prefetch(next, _MM_HINT_T0);
+      } else {
+        _mm_prefetch(next, _MM_HINT_T1);
       }
     }
+  };
+  int64_t b = 0;
+  if constexpr (kTokens == 1 && kPairs == 4) {
+    // A lone token over 4 pairs fills half of ReduceEight's registers: two blocks (a line of each
+    // row) share one reduction. Result lanes 4c + e with e < 2 hold block b's sums, e + 2 block
+    // b + 1's of the same row; each lane's chain of fmas stays block by block.
+    auto line_pairs = [&]<int64_t kAhead>() __attribute__((always_inline)) {
+      for (; b + 2 <= whole; b += 2) {
+        const int64_t k = b * kQ8BlockElements;
+        if constexpr (kAhead > 0) {
+#pragma GCC unroll 16
+          for (int i = 0; i < kRows; ++i)
+            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + k) + kAhead, _MM_HINT_T0);
+        } else if (kAhead < 0) {
+          prefetch(k);
+        }
+        __m512i wv[2][kPairs];
+#pragma GCC unroll 16
+        for (int p = 0; p < kPairs; ++p) {
+          wv[0][p] = LoadRowPair(rows[2 * p] + k, rows[2 * p + 1] + k);
+          wv[1][p] = LoadRowPair(rows[2 * p] + k + kQ8BlockElements,
+                                 rows[2 * p + 1] + k + kQ8BlockElements);
+        }
+        const std::byte* record = records + b * Record::kBytes;
+        __m512i sums[8];
+        BiasedBlock<kPairs, 1, kGroup>(wv[0], record, sums);
+        BiasedBlock<kPairs, 1, kGroup>(wv[1], record + Record::kBytes, sums + 4);
+        const __m512 both = _mm512_cvtepi32_ps(ReduceEight(sums));
+        const __m512 second = _mm512_shuffle_ps(both, both, _MM_SHUFFLE(3, 2, 3, 2));
+        const auto* scale = reinterpret_cast<const float*>(record + Record::kScales);
+        acc[0] = _mm512_fmadd_ps(both, _mm512_set1_ps(scale[0]), acc[0]);
+        acc[0] = _mm512_fmadd_ps(second, _mm512_set1_ps(scale[Record::kBytes / 4]), acc[0]);
+      }
+    };
+    if (prefetch_offset == kStreamPrefetchBytes) {
+      line_pairs.template operator()<kStreamPrefetchBytes>();
+    } else if (prefetch_offset == 0) {
+      line_pairs.template operator()<0>();
+    } else {
+      line_pairs.template operator()<-1>();
+    }
+  }
+  for (; b < whole; ++b) {
+    const int64_t k = b * kQ8BlockElements;
+    if (prefetch_offset != 0 && b % 2 == 0) prefetch(k);  // a line holds two blocks
     __m512i wv[kPairs];
 #pragma GCC unroll 16
     for (int p = 0; p < kPairs; ++p) wv[p] = LoadRowPair(rows[2 * p] + k, rows[2 * p + 1] + k);
