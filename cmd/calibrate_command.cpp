@@ -40,6 +40,7 @@ void AddCalibrateCommand(CLI::App& app) {
                                   {"max_gbps", dram.max_gbps},
                                   {"passes", dram.passes},
                                   {"software_prefetch", dram.software_prefetch},
+                                  {"streams", dram.streams},
                                   {"threads", threads}}
                        .dump()
                 << "\n";

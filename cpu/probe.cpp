@@ -14,6 +14,7 @@
 #include "cpu/attention.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
+#include "cpu/tile_prefetch.h"
 #include "engine/error.h"
 #include "engine/quantized.h"
 
@@ -34,44 +35,49 @@ double BestSeconds(int repeats, Body body) {
 }
 
 // A thread reads its share of the buffer as the one-token kernels read their rows (tiling.h's
-// ForEachStridedTile): kStreams sequential streams side by side, a line of each in turn. One
-// stream per thread under-measured an Emerald Rapids guest by a fifth (26.7 vs 32 GB/s with 8).
-constexpr int kStreams = 16;
+// ForEachStridedTile): `streams` sequential streams side by side, a line of each in turn. One
+// stream per thread under-measured an Emerald Rapids guest by a fifth (26.7 vs 32 GB/s with 8); the
+// kernels read 8 (f32, f16, int8) or 16 (int4 at AVX-512), and neither count is the faster on
+// every machine, so the probe reads both ways.
+constexpr int kStreamCounts[] = {8, 16};
+constexpr int kMaxStreams = 16;
 // Blocks only split the buffer among the threads.
 constexpr int64_t kBlockWords = int64_t{1} << 13;
-// With software prefetches, each stream's line this far ahead is requested as the kernels would.
-constexpr int64_t kPrefetchAhead = 1024;
 
 // Words per stream for `count` words: an odd number of lines, as the kernels' strided tiles step
 // (at a power of two apart all streams share L1 sets, which measured the probe slower than the
 // kernels); the few lines left over are not read, a negligible share of the bytes counted.
-int64_t StreamWords(int64_t count) {
-  int64_t lines = count / kStreams / 8;
+int64_t StreamWords(int64_t count, int streams) {
+  int64_t lines = count / streams / 8;
   lines -= lines > 1 && lines % 2 == 0;
   return lines * 8;
 }
 
 // Σ of `count` words in independent sums so that loads, not an add chain, set the pace.
-uint64_t SumStreams(const uint64_t* words, int64_t count, bool /*prefetch*/) {
-  const int64_t length = StreamWords(count);
-  uint64_t lanes[kStreams] = {};
+uint64_t SumStreams(const uint64_t* words, int64_t count, int streams, bool /*prefetch*/) {
+  const int64_t length = StreamWords(count, streams);
+  uint64_t lanes[kMaxStreams] = {};
   for (int64_t i = 0; i < length; ++i) {
-    for (int s = 0; s < kStreams; ++s) lanes[s] += words[s * length + i];
+    for (int s = 0; s < streams; ++s) lanes[s] += words[s * length + i];
   }
   uint64_t sum = 0;
   for (uint64_t lane : lanes) sum ^= lane;
   return sum;
 }
 
+// With `prefetch`, each stream's line kStreamPrefetchBytes ahead is requested as the kernels do.
+template <int kStreams>
 __attribute__((target("avx2"))) uint64_t SumStreamsAvx2(const uint64_t* words, int64_t count,
                                                         bool prefetch) {
-  const int64_t length = StreamWords(count);
+  const int64_t length = StreamWords(count, kStreams);
   __m256i lanes[kStreams];
   for (__m256i& lane : lanes) lane = _mm256_setzero_si256();
   for (int64_t i = 0; i < length; i += 8) {  // a line of every stream
     for (int s = 0; s < kStreams; ++s) {
       const uint64_t* line = words + s * length + i;
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchAhead, _MM_HINT_T0);
+      if (prefetch) {
+        _mm_prefetch(reinterpret_cast<const char*>(line) + kStreamPrefetchBytes, _MM_HINT_T0);
+      }
       const __m256i both =
           _mm256_add_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)),
                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 4)));
@@ -83,6 +89,12 @@ __attribute__((target("avx2"))) uint64_t SumStreamsAvx2(const uint64_t* words, i
   alignas(32) uint64_t out[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(out), all);
   return out[0] ^ out[1] ^ out[2] ^ out[3];
+}
+
+uint64_t SumStreamsFastest(const uint64_t* words, int64_t count, int streams, bool prefetch) {
+  if (!__builtin_cpu_supports("avx2")) return SumStreams(words, count, streams, prefetch);
+  return streams == 8 ? SumStreamsAvx2<8>(words, count, prefetch)
+                      : SumStreamsAvx2<16>(words, count, prefetch);
 }
 
 struct Spread {
@@ -107,35 +119,42 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
       data[i] = static_cast<uint64_t>(i);
   });
   std::vector<uint64_t> sums(kBlocks);
-  const bool avx2 = __builtin_cpu_supports("avx2");
-  auto pass = [&](bool prefetch) {
+  auto pass = [&](int streams, bool prefetch) {
     pool.ParallelFor(kBlocks, [&](int64_t begin, int64_t end) {
       const uint64_t* words = data.get() + begin * kBlockWords;
-      const int64_t count = (end - begin) * kBlockWords;
       // kept, so the loop is not optimised away
-      sums[begin] =
-          avx2 ? SumStreamsAvx2(words, count, prefetch) : SumStreams(words, count, prefetch);
+      sums[begin] = SumStreamsFastest(words, (end - begin) * kBlockWords, streams, prefetch);
     });
   };
-  pass(true);  // warm-up: TLBs, page tables, the workers awake
-  // With and without software prefetches, alternating so that both see the same stretch of the
-  // machine's load: the bound is the faster (the kernels measure which they use,
-  // cpu/tile_prefetch.h).
-  std::vector<double> rates[2];
+  pass(kStreamCounts[0], true);  // warm-up: TLBs, page tables, the workers awake
+  // Each way in turn, so that all see the same stretch of the machine's load: the bound is the
+  // fastest (the kernels measure whether they prefetch, cpu/tile_prefetch.h).
+  struct Way {
+    int streams;
+    bool prefetch;
+    std::vector<double> rates;
+  };
+  std::vector<Way> ways;
+  for (const int streams : kStreamCounts) {
+    for (const bool prefetch : {false, true}) ways.push_back({streams, prefetch, {}});
+  }
   for (int i = 0; i < passes; ++i) {
-    for (const bool prefetch : {false, true}) {
-      const double seconds = BestSeconds(1, [&] { pass(prefetch); });
-      rates[prefetch].push_back(static_cast<double>(kBlocks * kBlockWords * 8) / seconds / 1e9);
+    for (Way& way : ways) {
+      const double seconds = BestSeconds(1, [&] { pass(way.streams, way.prefetch); });
+      way.rates.push_back(static_cast<double>(kBlocks * kBlockWords * 8) / seconds / 1e9);
     }
   }
-  const Spread without = SpreadOf(rates[0]), with = SpreadOf(rates[1]);
-  const Spread& faster = with.median >= without.median ? with : without;
   DramReadRate rate;
-  rate.median_gbps = faster.median;
-  rate.min_gbps = faster.min;
-  rate.max_gbps = faster.max;
+  for (const Way& way : ways) {
+    const Spread spread = SpreadOf(way.rates);
+    if (spread.median <= rate.median_gbps) continue;
+    rate.median_gbps = spread.median;
+    rate.min_gbps = spread.min;
+    rate.max_gbps = spread.max;
+    rate.software_prefetch = way.prefetch;
+    rate.streams = way.streams;
+  }
   rate.passes = passes;
-  rate.software_prefetch = &faster == &with;
   return rate;
 }
 

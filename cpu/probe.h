@@ -10,22 +10,24 @@
 namespace zinf::cpu {
 
 // The DRAM read rate of `num_threads` threads of zinf's pool reading a 1 GiB buffer as the
-// one-token kernels read weights (16 sequential streams per thread side by side; each thread
+// one-token kernels read weights (8 or 16 sequential streams per thread side by side; each thread
 // first-touches the part it reads, as the weights' pages are): one warm-up pass, then `passes`
-// timed ones with software prefetches and as many without, alternating. The faster median is the
-// figure the planner and the bench scripts use; its passes' spread says how far to trust it.
+// timed ones of each way (8 and 16 streams, each with software prefetches and without), in turn.
+// The fastest median is the figure the planner and the bench scripts use; its passes' spread says
+// how far to trust it.
 struct DramReadRate {
   double median_gbps = 0;
   double min_gbps = 0;
   double max_gbps = 0;
   int passes = 0;
-  bool software_prefetch = false;  // whether the faster passes requested lines ahead
+  bool software_prefetch = false;  // whether the fastest passes requested lines ahead
+  int streams = 0;                 // and how many streams each thread read
 };
 DramReadRate MeasureDramRead(int num_threads, int passes = 9);
 
 // Which way MeasureDramRead reads, stored with the calibration it made: a cache from another
 // probe is remeasured rather than trusted (an older one read slower than the kernels stream).
-inline constexpr int kDramProbeVersion = 2;
+inline constexpr int kDramProbeVersion = 3;
 
 // The CPU backend's matmul rate (GFLOP/s) multiplying each of `token_counts` tokens by a 4096 ×
 // 4096 weight stored as `weights` (f32, f16, int8, or int4 in groups of `group_size`), read from
