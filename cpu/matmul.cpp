@@ -81,34 +81,43 @@ inline void DotTile(const float* x, int64_t x_stride, const Weight& w, int64_t r
   constexpr int64_t kElementBytes = kDType == DType::kF32 ? 4 : 2;
   const int64_t row_bytes = w.cols * kElementBytes;
   const char* first_row = static_cast<const char*>(w.data) + row * row_bytes;
-  for (int64_t k = 0; k < body; k += 8) {
-    if (kTokens == 1 && prefetch_next_tile) {
-      if (row_step == 1) {
-        constexpr int64_t kStepBytes = kRows * 8 * kElementBytes;
-        const char* next_tile = first_row + kRows * row_bytes;
+  const char* rows[kRows];
 #pragma GCC unroll 8
-        for (int64_t line = 0; line < kStepBytes; line += 64)
-          _mm_prefetch(next_tile + k / 8 * kStepBytes + line, _MM_HINT_T0);
-      } else if (k * kElementBytes % 64 == 0) {
-#pragma GCC unroll 8
-        for (int r = 0; r < kRows; ++r) {
-          _mm_prefetch(first_row + r * row_step * row_bytes + k * kElementBytes +
-                           kStreamPrefetchBytes,
-                       _MM_HINT_T0);
-        }
-      }
-    }
+  for (int r = 0; r < kRows; ++r) rows[r] = first_row + r * row_step * row_bytes;
+  auto step = [&](int64_t k) __attribute__((always_inline)) {
     __m256 wv[kRows];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r)
-      wv[r] = LoadWeights8<kDType>(w.data, (row + r * row_step) * w.cols + k);
+    for (int r = 0; r < kRows; ++r) wv[r] = LoadWeights8<kDType>(rows[r], k);
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * x_stride + k);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) acc[r][t] = _mm256_fmadd_ps(xv, wv[r], acc[r][t]);
     }
+  };
+  int64_t k = 0;
+  if (kTokens == 1 && prefetch_next_tile && row_step != 1) {
+    // Each row's request at a constant offset from the address its loads use (one instruction
+    // each, no address arithmetic); two steps, a line of f32, per request.
+    constexpr int64_t kLineElements = 64 / kElementBytes;
+    for (; k + kLineElements <= body; k += kLineElements) {
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r)
+        _mm_prefetch(rows[r] + k * kElementBytes + kStreamPrefetchBytes, _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int64_t i = 0; i < kLineElements; i += 8) step(k + i);
+    }
+  } else if (kTokens == 1 && prefetch_next_tile) {
+    constexpr int64_t kStepBytes = kRows * 8 * kElementBytes;
+    const char* next_tile = first_row + kRows * row_bytes;
+    for (; k < body; k += 8) {
+#pragma GCC unroll 8
+      for (int64_t line = 0; line < kStepBytes; line += 64)
+        _mm_prefetch(next_tile + k / 8 * kStepBytes + line, _MM_HINT_T0);
+      step(k);
+    }
   }
+  for (; k < body; k += 8) step(k);
   for (int r = 0; r < kRows; ++r) {
     for (int t = 0; t < kTokens; ++t) {
       alignas(32) float lanes[8];
