@@ -76,8 +76,8 @@ void PairWalk(const std::byte* records, const QuantRows& w, const Weight& bias, 
   int64_t r = row_begin;
   if constexpr (kTokens == 1) {
     r = ForEachStridedTile<kRows>(row_begin, row_end, [&](int64_t first, int64_t step, bool last) {
-      const int64_t next_row = prefetch && !last ? kStreamPrefetchBytes : 0;
-      PairRows<kRows, 1>(records, w, bias, out, out_stride, first, step, next_row);
+      const int64_t ahead = prefetch && !last ? kStreamPrefetchBytes : 0;
+      PairRows<kRows, 1>(records, w, bias, out, out_stride, first, step, ahead);
     });
   }
   for (; r + kRows <= row_end; r += kRows) {

@@ -83,8 +83,9 @@ ZINF_I8_INLINE void BiasedBlock(const __m512i (&wv)[kPairs], const std::byte* re
 
 // Rows row, row + row_step, … (kRows of them) × kTokens tokens (records from `records`, kGroup
 // tokens each) into results (× the row scales). An odd last row is paired with itself, its second
-// half discarded. A non-zero `prefetch_offset` is how far past each row the next tile reads the
-// same values: those lines are fetched as this tile goes.
+// half discarded. A non-zero `prefetch_offset` is how far past each load its line is requested as
+// this tile goes: where the next tile reads the same values, or, for rows a stride apart,
+// kStreamPrefetchBytes on in the row's own stream.
 template <int kRows, int kTokens, int kGroup>
 ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64_t row,
                              int64_t row_step, int64_t prefetch_offset,

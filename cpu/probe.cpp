@@ -91,7 +91,8 @@ __attribute__((target("avx2"))) uint64_t SumStreamsAvx2(const uint64_t* words, i
   return out[0] ^ out[1] ^ out[2] ^ out[3];
 }
 
-uint64_t SumStreamsFastest(const uint64_t* words, int64_t count, int streams, bool prefetch) {
+// SumStreams at the widest instruction set this CPU has.
+uint64_t SumStreamsAtBestIsa(const uint64_t* words, int64_t count, int streams, bool prefetch) {
   if (!__builtin_cpu_supports("avx2")) return SumStreams(words, count, streams, prefetch);
   return streams == 8 ? SumStreamsAvx2<8>(words, count, prefetch)
                       : SumStreamsAvx2<16>(words, count, prefetch);
@@ -123,7 +124,7 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
     pool.ParallelFor(kBlocks, [&](int64_t begin, int64_t end) {
       const uint64_t* words = data.get() + begin * kBlockWords;
       // kept, so the loop is not optimised away
-      sums[begin] = SumStreamsFastest(words, (end - begin) * kBlockWords, streams, prefetch);
+      sums[begin] = SumStreamsAtBestIsa(words, (end - begin) * kBlockWords, streams, prefetch);
     });
   };
   pass(kStreamCounts[0], true);  // warm-up: TLBs, page tables, the workers awake
