@@ -139,14 +139,17 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
     // A lone token over 4 pairs fills half of ReduceEight's registers: two blocks (a line of each
     // row) share one reduction. Result lanes 4c + e with e < 2 hold block b's sums, e + 2 block
     // b + 1's of the same row; each lane's chain of fmas stays block by block.
-    auto line_pairs = [&]<int64_t kAhead>() __attribute__((always_inline)) {
+    // In a row's own stream the request's offset is a constant, held in the addressing mode.
+    auto line_pairs = [&]<bool kInStream>() __attribute__((always_inline)) {
       for (; b + 2 <= whole; b += 2) {
         const int64_t k = b * kQ8BlockElements;
-        if constexpr (kAhead > 0) {
+        if constexpr (kInStream) {
 #pragma GCC unroll 16
-          for (int i = 0; i < kRows; ++i)
-            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + k) + kAhead, _MM_HINT_T0);
-        } else if (kAhead < 0) {
+          for (int i = 0; i < kRows; ++i) {
+            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + k) + kStreamPrefetchBytes,
+                         _MM_HINT_T0);
+          }
+        } else if (prefetch_offset != 0) {
           prefetch(k);
         }
         __m512i wv[2][kPairs];
@@ -168,11 +171,9 @@ ZINF_I8_INLINE void PairTile(const std::byte* records, const QuantRows& w, int64
       }
     };
     if (prefetch_offset == kStreamPrefetchBytes) {
-      line_pairs.template operator()<kStreamPrefetchBytes>();
-    } else if (prefetch_offset == 0) {
-      line_pairs.template operator()<0>();
+      line_pairs.template operator()<true>();
     } else {
-      line_pairs.template operator()<-1>();
+      line_pairs.template operator()<false>();
     }
   }
   for (; b < whole; ++b) {

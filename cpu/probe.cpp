@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -40,7 +41,7 @@ double BestSeconds(int repeats, Body body) {
 // kernels read 8 (f32, f16, int8) or 16 (int4 at AVX-512), and neither count is the faster on
 // every machine, so the probe reads both ways.
 constexpr int kStreamCounts[] = {8, 16};
-constexpr int kMaxStreams = 16;
+constexpr int kMaxStreams = *std::max_element(std::begin(kStreamCounts), std::end(kStreamCounts));
 // Blocks only split the buffer among the threads.
 constexpr int64_t kBlockWords = int64_t{1} << 13;
 
