@@ -20,6 +20,7 @@
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
 #include "engine/generator.h"
+#include "engine/layer_parts.h"
 #include "model_formats/zinf_format.h"
 
 namespace zinf::cli {
@@ -219,7 +220,7 @@ PlotInfo DescribeRun(const BenchOptions& options, const Checkpoint& checkpoint) 
 void RunBench(const BenchOptions& options) {
   // Before the model is loaded: a sweep can run for hours, and a bad --plot must not waste them.
   if (!options.plot_path.empty()) CheckPlotPath(options.plot_path);
-  const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
+  const Checkpoint checkpoint = WithLayerParts(formats::LoadCheckpoint(options.model_dir));
   // What a GPU run's weight stream is measured against: the link's rate from pinned memory.
   double pinned_h2d_gbps = 0;
   if (options.session.device.device == BackendKind::kCuda) {

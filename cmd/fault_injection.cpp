@@ -113,7 +113,11 @@ FaultInjector::FaultInjector(const Checkpoint& checkpoint, std::vector<Fault> fa
     const ExtentInfo* extent = nullptr;
     std::string names;
     for (const ExtentInfo& candidate : checkpoint.extents) {
-      if (candidate.name == fault.extent) extent = &candidate;
+      // A layer read in parts (engine/layer_parts.h) is named by its file extent's name too: its
+      // attention part starts where that extent does.
+      if (candidate.name == fault.extent || candidate.name == fault.extent + ".attention") {
+        extent = &candidate;
+      }
       names += (names.empty() ? "" : ", ") + candidate.name;
     }
     if (extent == nullptr) {

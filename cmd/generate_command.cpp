@@ -31,6 +31,7 @@
 #include "cmd/shard.h"
 #include "engine/error.h"
 #include "engine/generator.h"
+#include "engine/layer_parts.h"
 #include "io/weight_source_factory.h"
 #include "model_formats/tokenizers/tokenizer_loader.h"
 #include "model_formats/zinf_format.h"
@@ -121,7 +122,7 @@ void RunGenerate(GenerateOptions options) {
   // The output first: an unwritable --out (read-only directory, full disk) fails before any
   // model or prompt is read.
   ResultsFile output(options.out, options.resume || options.resume_force);
-  const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
+  const Checkpoint checkpoint = WithLayerParts(formats::LoadCheckpoint(options.model_dir));
   std::unique_ptr<Tokenizer> tokenizer;
   if (checkpoint.tokenizer) tokenizer = formats::LoadCheckpointTokenizer(checkpoint);
   const formats::ChatTemplates chat_templates =

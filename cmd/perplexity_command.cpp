@@ -11,6 +11,7 @@
 #include "cmd/flag_checks.h"
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
+#include "engine/layer_parts.h"
 #include "engine/perplexity.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/tokenizers/tokenizer_loader.h"
@@ -31,7 +32,7 @@ struct PerplexityCommandOptions {
 };
 
 void RunPerplexity(PerplexityCommandOptions options) {
-  const Checkpoint checkpoint = formats::LoadCheckpoint(options.model_dir);
+  const Checkpoint checkpoint = WithLayerParts(formats::LoadCheckpoint(options.model_dir));
   if (!checkpoint.tokenizer) {
     Fail("{} has no tokenizer, so a text cannot be scored; convert the model with its tokenizer",
          options.model_dir);

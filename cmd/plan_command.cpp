@@ -17,6 +17,7 @@
 #include "cmd/session_plan.h"
 #include "engine/byte_units.h"
 #include "engine/error.h"
+#include "engine/layer_parts.h"
 #include "engine/planner/planner.h"
 #include "engine/request.h"
 #include "model_formats/atomic_output_file.h"
@@ -53,7 +54,12 @@ Checkpoint CheckpointForConfig(const std::string& config_path, DType dtype) {
   checkpoint.dtype = encoding.float_dtype;
   checkpoint.extents =
       formats::LayoutExtents(formats::ExpectedExtents(checkpoint.config), encoding);
-  return checkpoint;
+  // As converted today: every tensor with its own checksum (its value unknown, and not needed to
+  // plan), so layers split into parts as a converted file's do.
+  for (ExtentInfo& extent : checkpoint.extents) {
+    for (TensorInfo& tensor : extent.tensors) tensor.xxh3 = 0;
+  }
+  return WithLayerParts(std::move(checkpoint));
 }
 
 // A mixture of experts: how many of them a step is expected to use, and where they are.
@@ -205,7 +211,7 @@ void RunPlan(const PlanOptions& options) {
   if (!dtype) Fail("--dtype: '{}' is not one of f32, f16, bf16, int8, int4", options.dtype);
   const Checkpoint checkpoint = options.model_dir.empty()
                                     ? CheckpointForConfig(options.config, *dtype)
-                                    : formats::LoadCheckpoint(options.model_dir);
+                                    : WithLayerParts(formats::LoadCheckpoint(options.model_dir));
   // The same planning `generate` does with these flags (cmd/session_plan.h), which sizes
   // --batch-size auto to the prompts it has.
   SessionOptions session = options.session;

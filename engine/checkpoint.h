@@ -26,6 +26,9 @@ struct TensorInfo {
   std::vector<int64_t> shape;  // row-major; matrices are [out, in] like torch.nn.Linear
   uint64_t offset_in_extent = 0;
   uint64_t size_bytes = 0;
+  // XXH3-64 of the tensor's own bytes, where the converter recorded it: what lets a layer be read
+  // and checked in parts (LayerPart) instead of as one extent under one checksum.
+  std::optional<uint64_t> xxh3;
 
   int64_t num_elements() const;
   int64_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
@@ -35,6 +38,10 @@ struct TensorInfo {
 // kExpert: one expert of a mixture-of-experts layer, so it is read, copied or kept on its own.
 enum class ExtentKind : uint8_t { kEmbedding, kLayer, kHead, kExpert };
 
+// A layer extent is streamed whole, or as two parts that each need a staging buffer only their
+// size (engine/layer_parts.h): its attention block's tensors, then its MLP's (from the MLP's norm).
+enum class LayerPart : uint8_t { kWhole, kAttention, kMlp };
+
 struct ExtentInfo {
   std::string name;  // "embed", "layer.0", "layer.0.expert.0", ..., "head"
   ExtentKind kind = ExtentKind::kLayer;
@@ -43,8 +50,11 @@ struct ExtentInfo {
   uint64_t offset = 0;        // in the weights file, a multiple of kExtentAlignment
   uint64_t size_bytes = 0;    // bytes holding tensors
   uint64_t padded_bytes = 0;  // size_bytes rounded up to kExtentAlignment: what one read fetches
-  uint64_t xxh3 = 0;          // XXH3-64 of the first size_bytes bytes
+  uint64_t xxh3 = 0;          // XXH3-64 of the first size_bytes bytes; a part's: unused
+  LayerPart part = LayerPart::kWhole;
   std::vector<TensorInfo> tensors;
+  // A part is checked tensor by tensor: the extent's checksum covers bytes the part does not hold.
+  bool checked_by_tensor() const { return part != LayerPart::kWhole; }
 
   const TensorInfo* find(std::string_view tensor_name) const;
 };

@@ -184,8 +184,10 @@ void Model::Forward(const StepBatch& batch, std::span<float> logits) {
     }
     // No host wait here: the source holds the fence until it needs this extent's buffer again.
     if (from_source) weights_.Release(e, backend_.UnbindExtent());
-    // Experts run after their layer's extent is released, so its staging buffer can take one.
-    if (extent.info->kind == ExtentKind::kLayer && config().IsMoeLayer(extent.info->layer)) {
+    // Experts run after their layer's extent (or MLP part) is released, so its staging buffer can
+    // take one.
+    if (extent.info->kind == ExtentKind::kLayer && extent.info->part != LayerPart::kAttention &&
+        config().IsMoeLayer(extent.info->layer)) {
       try {
         RunExperts(extent.info->layer, num_tokens);
       } catch (const Error& error) {
@@ -213,6 +215,20 @@ void Model::RunEmbedding(const ExtentView& extent, const std::byte* base, const 
 }
 
 void Model::RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro) {
+  switch (extent.info->part) {
+    case LayerPart::kWhole: RunMlp(extent, base, micro, RunAttention(extent, base, micro)); break;
+    // A part's block runs for every micro-batch before the other part's, which may be a different
+    // buffer: the residual stream carries everything between them.
+    case LayerPart::kAttention:
+      backend_.Add(act_.x.RowRange(micro.row_begin, micro.num_rows),
+                   RunAttention(extent, base, micro));
+      break;
+    case LayerPart::kMlp: RunMlp(extent, base, micro, {}); break;
+  }
+}
+
+Tensor Model::RunAttention(const ExtentView& extent, const std::byte* base,
+                           const MicroBatch& micro) {
   const ModelConfig& c = config();
   const int n = micro.num_rows;
   const int layer = extent.info->layer;
@@ -223,7 +239,7 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Micr
   Tensor attention = act_.attention.FirstRows(n);
   const float eps = static_cast<float>(c.norm_eps);
 
-  // Attention block: x += o(attention(norm(x))).
+  // x + o(attention(norm(x))): o's output is returned for the caller to add.
   Normalize(x, weight(tn::kAttnNorm), optional(tn::kAttnNormBias), normed);
   const Backend::Projection qkv[] = {{weight(tn::kQ), optional(tn::kQBias), q},
                                      {weight(tn::kK), optional(tn::kKBias), k},
@@ -245,19 +261,42 @@ void Model::RunLayer(const ExtentView& extent, const std::byte* base, const Micr
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   backend_.Attention(layer, micro.chunks, q, shape, attention);
   backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
+  return normed;
+}
 
-  // MLP block: x += down(act(norm(x))), its norm fused with the attention block's residual add.
+void Model::RunMlp(const ExtentView& extent, const std::byte* base, const MicroBatch& micro,
+                   Tensor attention_out) {
+  const ModelConfig& c = config();
+  const int n = micro.num_rows;
+  const int layer = extent.info->layer;
+  auto weight = [&](const char* name) { return Find(extent, base, name, true); };
+  auto optional = [&](const char* name) { return Find(extent, base, name, false); };
+  Tensor x = act_.x.RowRange(micro.row_begin, n), normed = act_.normed.FirstRows(n);
+  const float eps = static_cast<float>(c.norm_eps);
+  // The attention block's output, when it is not in x yet, is added as the norm reads x: the
+  // residual stream then makes one trip through memory instead of three.
+  const bool add_attention = attention_out.data != nullptr;
+
+  // x += down(act(norm(x))).
   const int64_t ffn = c.intermediate_size;
   Tensor gate{act_.gate.data, n, ffn}, up{act_.up.data, n, ffn};
-  if (c.family == Family::kOpt) {
-    backend_.AddLayerNorm(x, normed, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), eps, normed);
-  } else if (c.IsMoeLayer(layer)) {  // the experts read this input after the extent is released
+  if (c.IsMoeLayer(layer)) {  // the experts read this input after the extent is released
     Tensor ffn_input = act_.moe_input.RowRange(micro.row_begin, n);
-    backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, ffn_input);
+    if (add_attention) {
+      backend_.AddRmsNorm(x, attention_out, weight(tn::kFfnNorm), eps, ffn_input);
+    } else {
+      backend_.RmsNorm(x, weight(tn::kFfnNorm), eps, ffn_input);
+    }
     RunRouterAndSharedExpert(extent, base, micro, ffn_input);
     return;
+  }
+  if (!add_attention) {
+    Normalize(x, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), normed);
+  } else if (c.family == Family::kOpt) {
+    backend_.AddLayerNorm(x, attention_out, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), eps,
+                          normed);
   } else {
-    backend_.AddRmsNorm(x, normed, weight(tn::kFfnNorm), eps, normed);
+    backend_.AddRmsNorm(x, attention_out, weight(tn::kFfnNorm), eps, normed);
   }
   if (c.family == Family::kLlama) {
     const Backend::Projection up_gate[] = {{weight(tn::kUp), optional(tn::kUpBias), up},

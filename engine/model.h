@@ -97,7 +97,14 @@ class Model {
   Weight Find(const ExtentView& extent, const std::byte* base, const char* name,
               bool required) const;
   void RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  // A layer extent, or one of its parts (engine/layer_parts.h).
   void RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  // The attention block; returns o's output, not yet added to the residual stream.
+  Tensor RunAttention(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  // The MLP block (a mixture of experts' router and shared expert), first adding `attention_out`
+  // to the residual stream unless it is empty (the attention part added it already).
+  void RunMlp(const ExtentView& extent, const std::byte* base, const MicroBatch& micro,
+              Tensor attention_out);
   // Mixture-of-experts layers (engine/moe_ffn.cpp): per micro-batch the router and the shared
   // expert from the layer's extent; once the extent is released, the routed experts.
   void RunRouterAndSharedExpert(const ExtentView& extent, const std::byte* base,

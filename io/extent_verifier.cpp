@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "engine/error.h"
 #include "engine/xxh3.h"
@@ -13,11 +15,36 @@ namespace zinf::io {
 
 namespace {
 
-[[noreturn]] void FailMismatch(const ExtentInfo& extent, uint64_t actual,
+// What a check hashes: the extent's bytes under its checksum, or, for a layer's part, each of its
+// tensors under the tensor's own (engine/layer_parts.h).
+struct CheckedRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t expected = 0;
+  const TensorInfo* tensor = nullptr;  // null: the whole extent
+};
+
+std::vector<CheckedRange> CheckedRanges(const ExtentInfo& extent) {
+  if (!extent.checked_by_tensor()) return {{0, extent.size_bytes, extent.xxh3, nullptr}};
+  std::vector<CheckedRange> ranges;
+  for (const TensorInfo& tensor : extent.tensors) {
+    ZINF_CHECK(tensor.xxh3.has_value(), "tensor {} of {} has no checksum", tensor.name,
+               extent.name);
+    ranges.push_back({tensor.offset_in_extent, tensor.offset_in_extent + tensor.size_bytes,
+                      *tensor.xxh3, &tensor});
+  }
+  return ranges;
+}
+
+[[noreturn]] void FailMismatch(const ExtentInfo& extent, const CheckedRange& range, uint64_t actual,
                                const ExtentReader& reader) {
+  const std::string what =
+      range.tensor == nullptr
+          ? DescribeExtent(extent)
+          : fmt::format("tensor '{}' of {}", range.tensor->name, DescribeExtent(extent));
   const std::string mismatch =
-      fmt::format("checksum mismatch in {} of {} at offset {}: expected {:016x}, got {:016x}",
-                  DescribeExtent(extent), reader.path(), extent.offset, extent.xxh3, actual);
+      fmt::format("checksum mismatch in {} of {} at offset {}: expected {:016x}, got {:016x}", what,
+                  reader.path(), extent.offset + range.begin, range.expected, actual);
   // Bytes rewritten under a running zinf are not a corrupt checkpoint: say what happened.
   if (std::optional<std::string> changed = reader.FileChangedError(mismatch)) {
     Fail("{}", *changed);
@@ -33,10 +60,13 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 double CheckExtentBytes(const ExtentInfo& extent, const std::byte* data,
                         const ExtentReader& reader) {
-  const auto start = std::chrono::steady_clock::now();
-  const uint64_t actual = XXH3_64bits(data, extent.size_bytes);
-  const double seconds = SecondsSince(start);
-  if (actual != extent.xxh3) FailMismatch(extent, actual, reader);
+  double seconds = 0;
+  for (const CheckedRange& range : CheckedRanges(extent)) {
+    const auto start = std::chrono::steady_clock::now();
+    const uint64_t actual = XXH3_64bits(data + range.begin, range.end - range.begin);
+    seconds += SecondsSince(start);
+    if (actual != range.expected) FailMismatch(extent, range, actual, reader);
+  }
   return seconds;
 }
 
@@ -115,19 +145,25 @@ void ExtentVerifier::Loop() {
 
 void ExtentVerifier::Check(const Job& job, double& hashing) {
   // The hash follows the read a chunk at a time, so it ends just after the last chunk lands
-  // instead of starting then.
-  XXH3_64bits_reset(hash_state_.get());
-  const uint64_t size = job.extent->size_bytes;
-  for (uint64_t hashed = 0; hashed < size;) {
-    const uint64_t landed = std::min(reader_.WaitForBytes(job.ticket, hashed), size);
-    const auto start = std::chrono::steady_clock::now();
-    XXH3_64bits_update(hash_state_.get(), job.data + hashed, landed - hashed);
-    hashing += SecondsSince(start);
-    hashed = landed;
+  // instead of starting then. A mismatch is reported once the whole read is in: a failed read is
+  // reported as that, not as a mismatch.
+  std::optional<std::pair<CheckedRange, uint64_t>> mismatch;
+  uint64_t landed = 0;
+  for (const CheckedRange& range : CheckedRanges(*job.extent)) {
+    XXH3_64bits_reset(hash_state_.get());
+    for (uint64_t hashed = range.begin; hashed < range.end;) {
+      if (landed <= hashed) landed = reader_.WaitForBytes(job.ticket, hashed);
+      const uint64_t until = std::min(landed, range.end);
+      const auto start = std::chrono::steady_clock::now();
+      XXH3_64bits_update(hash_state_.get(), job.data + hashed, until - hashed);
+      hashing += SecondsSince(start);
+      hashed = until;
+    }
+    const uint64_t actual = XXH3_64bits_digest(hash_state_.get());
+    if (actual != range.expected && !mismatch) mismatch.emplace(range, actual);
   }
-  reader_.WaitFor(job.ticket);  // a failed read is reported as that, not as a mismatch
-  const uint64_t actual = XXH3_64bits_digest(hash_state_.get());
-  if (actual != job.extent->xxh3) FailMismatch(*job.extent, actual, reader_);
+  reader_.WaitFor(job.ticket);
+  if (mismatch) FailMismatch(*job.extent, mismatch->first, mismatch->second, reader_);
 }
 
 }  // namespace zinf::io

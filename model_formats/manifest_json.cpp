@@ -85,6 +85,7 @@ ordered_json ExtentToJson(const ExtentInfo& extent) {
     entry["shape"] = tensor.shape;
     entry["offset"] = tensor.offset_in_extent;
     entry["size_bytes"] = tensor.size_bytes;
+    if (tensor.xxh3) entry["xxh3"] = fmt::format("{:016x}", *tensor.xxh3);
     tensors.push_back(std::move(entry));
   }
   ordered_json out = {{"name", extent.name}, {"kind", ExtentKindName(extent.kind)}};
@@ -297,6 +298,8 @@ TensorInfo ParseTensor(const Fields& fields, int version) {
   }
   tensor.offset_in_extent = fields.U64("offset");
   tensor.size_bytes = fields.U64("size_bytes");
+  // Optional (older converters wrote none): without it the layer is read and checked whole.
+  if (fields.has("xxh3")) tensor.xxh3 = ParseXxh3(fields);
   return tensor;
 }
 

@@ -24,10 +24,14 @@ struct Xxh3StateDeleter {
 };
 
 // Feeds one extent's tensors, and the zero padding between them, to `sink`; checks each
-// tensor's size against the layout.
-void ProduceExtent(const ExtentInfo& extent, size_t extent_idx, const TensorProducer& produce,
-                   const TensorSink& sink) {
+// tensor's size against the layout. Returns each tensor's own XXH3-64, so a reader can check a
+// part of the extent (a layer's attention or MLP tensors) without the rest.
+std::vector<uint64_t> ProduceExtent(const ExtentInfo& extent, size_t extent_idx,
+                                    const TensorProducer& produce, const TensorSink& sink) {
   static const std::vector<std::byte> kZeros(kTensorAlignment);
+  std::unique_ptr<XXH3_state_t, Xxh3StateDeleter> tensor_hash(XXH3_createState());
+  ZINF_CHECK(tensor_hash != nullptr, "XXH3_createState failed");
+  std::vector<uint64_t> tensor_hashes;
   uint64_t cursor = 0;
   for (size_t tensor_idx = 0; tensor_idx < extent.tensors.size(); ++tensor_idx) {
     const TensorInfo& tensor = extent.tensors[tensor_idx];
@@ -35,13 +39,23 @@ void ProduceExtent(const ExtentInfo& extent, size_t extent_idx, const TensorProd
     ZINF_CHECK(padding < kZeros.size(), "tensor padding of {} bytes", padding);
     sink(std::span(kZeros.data(), static_cast<size_t>(padding)));  // checksummed: in the extent
     uint64_t tensor_bytes = 0;
+    XXH3_64bits_reset(tensor_hash.get());
     produce(extent_idx, tensor_idx, [&](std::span<const std::byte> bytes) {
       tensor_bytes += bytes.size();
+      XXH3_64bits_update(tensor_hash.get(), bytes.data(), bytes.size());
       sink(bytes);
     });
     ZINF_CHECK(tensor_bytes == tensor.size_bytes, "tensor {} of {}: {} bytes produced, {} expected",
                tensor.name, extent.name, tensor_bytes, tensor.size_bytes);
+    tensor_hashes.push_back(XXH3_64bits_digest(tensor_hash.get()));
     cursor = tensor.offset_in_extent + tensor.size_bytes;
+  }
+  return tensor_hashes;
+}
+
+void SetTensorHashes(ExtentInfo& extent, const std::vector<uint64_t>& tensor_hashes) {
+  for (size_t idx = 0; idx < extent.tensors.size(); ++idx) {
+    extent.tensors[idx].xxh3 = tensor_hashes[idx];
   }
 }
 
@@ -50,8 +64,8 @@ void ProduceExtent(const ExtentInfo& extent, size_t extent_idx, const TensorProd
 size_t ExtentWindow(const std::vector<ExtentInfo>& extents, int producers) {
   uint64_t largest = 1;
   for (const ExtentInfo& extent : extents) largest = std::max(largest, extent.size_bytes);
-  const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                          static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t memory =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t fit = std::max<uint64_t>(1, memory / 4 / largest);
   return static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(producers), fit));
 }
@@ -59,6 +73,7 @@ size_t ExtentWindow(const std::vector<ExtentInfo>& extents, int producers) {
 struct ProducedExtent {
   std::vector<std::byte> bytes;
   uint64_t xxh3 = 0;
+  std::vector<uint64_t> tensor_hashes;
 };
 
 }  // namespace
@@ -85,10 +100,11 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
       ExtentInfo& extent = extents[extent_idx];
       check_offset(extent);
       XXH3_64bits_reset(hash.get());
-      ProduceExtent(extent, extent_idx, produce, [&](std::span<const std::byte> bytes) {
-        XXH3_64bits_update(hash.get(), bytes.data(), bytes.size());
-        file.Write(bytes);
-      });
+      SetTensorHashes(
+          extent, ProduceExtent(extent, extent_idx, produce, [&](std::span<const std::byte> bytes) {
+            XXH3_64bits_update(hash.get(), bytes.data(), bytes.size());
+            file.Write(bytes);
+          }));
       extent.xxh3 = XXH3_64bits_digest(hash.get());
       finish_extent(extent);
     }
@@ -106,6 +122,7 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
     check_offset(extent);
     file.Write(produced.bytes);
     extent.xxh3 = produced.xxh3;
+    SetTensorHashes(extent, produced.tensor_hashes);
     finish_extent(extent);
   };
   for (size_t extent_idx = 0; extent_idx < extents.size(); ++extent_idx) {
@@ -114,9 +131,10 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
     in_flight.push_back(std::async(std::launch::async, [&produce, &extent, extent_idx] {
       ProducedExtent produced;
       produced.bytes.reserve(static_cast<size_t>(extent.size_bytes));
-      ProduceExtent(extent, extent_idx, produce, [&](std::span<const std::byte> bytes) {
-        produced.bytes.insert(produced.bytes.end(), bytes.begin(), bytes.end());
-      });
+      produced.tensor_hashes =
+          ProduceExtent(extent, extent_idx, produce, [&](std::span<const std::byte> bytes) {
+            produced.bytes.insert(produced.bytes.end(), bytes.begin(), bytes.end());
+          });
       produced.xxh3 = XXH3_64bits(produced.bytes.data(), produced.bytes.size());
       return produced;
     }));

@@ -18,7 +18,8 @@ using TensorSink = std::function<void(std::span<const std::byte>)>;
 // Produces tensor `tensor_idx` of extent `extent_idx` (its TensorInfo says dtype and size).
 using TensorProducer = std::function<void(size_t extent_idx, size_t tensor_idx, const TensorSink&)>;
 
-// Writes `path` atomically (temporary file, then rename) and fills in each extent's xxh3.
+// Writes `path` atomically (temporary file, then rename) and fills in each extent's xxh3 and each
+// tensor's.
 // progress (may be empty) is called after each extent with (bytes written, total bytes).
 // producers > 1 calls `produce` from that many threads at once, each on its own extent (so it
 // must be safe to call concurrently); the file is the same either way.

@@ -91,7 +91,9 @@ double PipelinedStep(const PlannerInputs& inputs, const Plan& plan, double work)
           memory_bound ? bytes / (bw.dram_read_gbps * 1e9)
                        : planner_detail::ExtentMatmulSeconds(checkpoint, extent, batch, bw);
     }
-    if (extent.kind == ExtentKind::kLayer) walk[i].work_seconds += attention_per_layer;
+    if (extent.kind == ExtentKind::kLayer && extent.part != LayerPart::kMlp) {
+      walk[i].work_seconds += attention_per_layer;
+    }
     unscaled += walk[i].work_seconds;
     walk[i].streamed = plan.placement.tiers[i] == Tier::kNvme;
     if (walk[i].streamed) walk[i].read_seconds = bytes / (bw.disk_read_gbps * 1e9);

@@ -101,7 +101,8 @@ TEST_CASE("-EIO stops the run naming the layer, keeps finished outputs, and "
         run.Generate("o.jsonl", "stream", {"--fault-inject", "eio:layer.1@20"});
     INFO(failed.err);
     CHECK(failed.exit_code != 0);
-    CHECK(failed.err.find("extent layer.1 (layer 1)") != std::string::npos);
+    // The layer is read in parts (engine/layer_parts.h): the read fails in its first.
+    CHECK(failed.err.find("extent layer.1.attention (layer 1)") != std::string::npos);
     CHECK(failed.err.find("Input/output error") != std::string::npos);
     CHECK(failed.err.find("generation stopped after 2 finished requests") != std::string::npos);
     CHECK(failed.err.find("--resume") != std::string::npos);
@@ -118,7 +119,7 @@ TEST_CASE("-EIO stops the run naming the layer, keeps finished outputs, and "
     const CliResult failed = run.Generate("o.jsonl", "resident", {"--fault-inject", "eio:layer.0"});
     INFO(failed.err);
     CHECK(failed.exit_code != 0);
-    CHECK(failed.err.find("extent layer.0 (layer 0)") != std::string::npos);
+    CHECK(failed.err.find("extent layer.0.attention (layer 0)") != std::string::npos);
     CHECK(failed.err.find("Input/output error") != std::string::npos);
     CHECK(run.Output("o.jsonl").empty());
   }
@@ -134,6 +135,7 @@ TEST_CASE("a flipped bit is a checksum error naming the layer, never a wrong tok
     CHECK(failed.exit_code != 0);
     CHECK(failed.err.find("checksum") != std::string::npos);
     CHECK(failed.err.find("layer.2") != std::string::npos);
+    CHECK(failed.err.find("tensor '") != std::string::npos);  // a part is checked per tensor
     const auto kept = run.Output("o.jsonl");
     CHECK(kept.size() == 3);
     CheckAllMatch(kept, clean);  // every output written before the flip is the clean one

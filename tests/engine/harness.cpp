@@ -9,6 +9,7 @@
 #include "cmd/engine_session.h"
 #include "cpu/cpu_backend.h"
 #include "engine/generator.h"
+#include "engine/layer_parts.h"
 #include "engine/model.h"
 #include "model_formats/converter.h"
 #include "model_formats/tokenizers/tokenizer_loader.h"
@@ -27,7 +28,8 @@ LoadedModel ConvertAndLoad(const std::string& hf_dir, const std::string& name,
   options.overwrite = true;
   formats::ConvertCheckpoint(hf_dir, out_dir, options);
   LoadedModel model;
-  model.checkpoint = formats::LoadCheckpoint(out_dir);
+  // As the commands load it: layers in parts (engine/layer_parts.h).
+  model.checkpoint = WithLayerParts(formats::LoadCheckpoint(out_dir));
   if (model.checkpoint.tokenizer)
     model.tokenizer = formats::LoadCheckpointTokenizer(model.checkpoint);
   return model;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cpu/cpu_backend.h"
+#include "engine/layer_parts.h"
 #include "engine/model.h"
 #include "io/weight_source_factory.h"
 #include "model_formats/synthetic_checkpoint.h"
@@ -55,7 +56,7 @@ Checkpoint SyntheticMoe() {
   options.dtype = DType::kF32;
   options.float_dtype = DType::kF32;
   formats::WriteSyntheticCheckpoint(dir + "/config.json", dir + "/zinf", options);
-  return formats::LoadCheckpoint(dir + "/zinf");
+  return WithLayerParts(formats::LoadCheckpoint(dir + "/zinf"));  // streamed as the commands do
 }
 
 }  // namespace

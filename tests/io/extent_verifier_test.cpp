@@ -142,3 +142,54 @@ TEST_CASE("a streamed source's prefetched extent is checked before it is acquire
 
 }  // namespace
 }  // namespace zinf::io
+
+namespace zinf::io {
+namespace {
+
+// Layer 0 of the synthetic weights seen as a layer's part (engine/layer_parts.h): two tensors,
+// each under its own checksum, with 64 unchecked bytes between them; the first ends inside the
+// reader's second 1 MiB chunk, so a tensor's hash spans chunks and a chunk holds two tensors.
+ExtentInfo AsPart(const testing::SyntheticWeights& weights) {
+  ExtentInfo part = weights.checkpoint.extents[1];
+  part.part = LayerPart::kMlp;
+  part.xxh3 = 0;  // a part's extent checksum is not used
+  const std::vector<std::byte>& bytes = weights.contents[1];
+  const uint64_t first_end = (1u << 20) + 4096, second_begin = first_end + 64;
+  TensorInfo first{.name = "ffn_norm", .offset_in_extent = 0, .size_bytes = first_end};
+  TensorInfo second{.name = "down",
+                    .offset_in_extent = second_begin,
+                    .size_bytes = part.size_bytes - second_begin};
+  first.xxh3 = XXH3_64bits(bytes.data(), first.size_bytes);
+  second.xxh3 = XXH3_64bits(bytes.data() + second_begin, second.size_bytes);
+  part.tensors = {first, second};
+  return part;
+}
+
+TEST_CASE("a layer's part is checked tensor by tensor, naming the tensor that mismatches", "[io]") {
+  testing::SyntheticWeights weights;
+  testing::MakeSyntheticWeights(weights, std::filesystem::temp_directory_path());
+  const ExtentInfo part = AsPart(weights);
+  const ExtentInfo& layer = weights.checkpoint.extents[1];
+  auto check = [&] {
+    Staged staged(weights);
+    ExtentVerifier verifier(*staged.reader, 1);
+    verifier.Enqueue(0, staged.reader->Submit(part, 1), part, staged.buffers[1].data());
+    verifier.Wait(0);
+  };
+  CHECK_NOTHROW(check());
+  // The bytes between tensors belong to no tensor: a part's check does not read them.
+  testing::FlipByte(weights.path(), layer.offset + (1u << 20) + 4096 + 10);
+  CHECK_NOTHROW(check());
+  testing::FlipByte(weights.path(), layer.offset + (2u << 20) + 5);
+  CHECK_THROWS_WITH(check(), Contains("checksum mismatch in tensor 'down' of extent layer.0") &&
+                                 Contains("convert again"));
+  // CheckExtentBytes (resident extents) checks a part the same way.
+  Staged staged(weights);
+  const ReadTicket ticket = staged.reader->Submit(part, 1);
+  staged.reader->WaitFor(ticket);
+  CHECK_THROWS_WITH(CheckExtentBytes(part, staged.buffers[1].data(), *staged.reader),
+                    Contains("tensor 'down'"));
+}
+
+}  // namespace
+}  // namespace zinf::io
