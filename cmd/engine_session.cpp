@@ -6,6 +6,7 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "engine/error.h"
+#include "engine/layer_parts.h"
 #include "io/weight_source_factory.h"
 
 namespace zinf::cli {
@@ -21,6 +22,12 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   if (!planned_.batch_choice.empty()) spdlog::info("{}", planned_.batch_choice);
   const Plan& plan = planned_.plan;
   spdlog::info("{}", plan.Summary());
+  if (plan.placement.staging_buffers > 0 && HasWholeLayers(checkpoint)) {
+    spdlog::info("{} was converted before tensors had their own checksums, so each streamed layer "
+                 "is read whole; converting it again lets zinf read a layer in two parts, with "
+                 "staging buffers the size of the larger and the memory saved kept resident",
+                 checkpoint.directory);
+  }
   io::WeightSourceOptions io_options;
   io_options.fault_hook = options.fault_hook;
   if (on_cuda) {

@@ -78,4 +78,10 @@ Checkpoint WithLayerParts(Checkpoint checkpoint) {
   return checkpoint;
 }
 
+bool HasWholeLayers(const Checkpoint& checkpoint) {
+  return std::any_of(checkpoint.extents.begin(), checkpoint.extents.end(), [](const auto& extent) {
+    return extent.kind == ExtentKind::kLayer && extent.part == LayerPart::kWhole;
+  });
+}
+
 }  // namespace zinf

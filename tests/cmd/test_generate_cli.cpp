@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 #include <csignal>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -88,6 +89,43 @@ TEST_CASE("outputs are identical across --weights, --prefetch-depth and --batch-
   CHECK(run({"--weights", "auto", "--cpu-mem", "3M", "--batch-size", "2", "--prefetch-depth", "0",
              "--refill", "static"},
             "e.jsonl") == expected);
+}
+
+TEST_CASE("a checkpoint converted before tensors had checksums streams whole layers, same output") {
+  const std::string dir = MakeTempDir("cli-whole-layers");
+  const std::string prompts = MixedPromptFile(dir);
+  // The same weights file under a manifest without the tensors' checksums, as older zinf wrote.
+  const std::filesystem::path old_dir = dir + "/old.zinf";
+  std::filesystem::create_directory(old_dir);
+  for (const auto& entry : std::filesystem::directory_iterator(ConvertedStories260KDir())) {
+    if (entry.path().filename() == "manifest.json") continue;
+    std::filesystem::create_symlink(entry.path(), old_dir / entry.path().filename());
+  }
+  nlohmann::json manifest =
+      nlohmann::json::parse(ReadFile(ConvertedStories260KDir() + "/manifest.json"));
+  for (auto& extent : manifest["extents"]) {
+    for (auto& tensor : extent["tensors"]) tensor.erase("xxh3");
+  }
+  WriteFile((old_dir / "manifest.json").string(), manifest.dump());
+  auto run = [&](const std::string& model, const std::string& name) {
+    const CliResult result =
+        RunZinf({"generate", "--model", model, "--prompts", prompts, "--out", dir + "/" + name,
+                 "--max-new-tokens", "16", "--weights", "stream"});
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    auto by_id = ById(ReadFile(dir + "/" + name));
+    for (auto& [id, object] : by_id) object.erase("line");
+    return std::pair(by_id, result.err);
+  };
+  const auto [parts, parts_log] = run(ConvertedStories260KDir(), "parts.jsonl");
+  const auto [whole, whole_log] = run(old_dir.string(), "whole.jsonl");
+  CHECK(whole == parts);
+  const std::string hint = "converted before tensors had their own checksums";
+  CHECK(whole_log.find(hint) != std::string::npos);
+  CHECK(parts_log.find(hint) == std::string::npos);
+  // stories260K's 5 layers: 12 extents streamed in parts, 7 whole.
+  CHECK(parts_log.find("12 streamed") != std::string::npos);
+  CHECK(whole_log.find("7 streamed") != std::string::npos);
 }
 
 TEST_CASE("JSONL prompts carry per-request settings and prompt_ids") {
