@@ -128,14 +128,17 @@ Plan ForcedPlan(const SessionOptions& options, const PlannerInputs& inputs) {
   return PlaceEveryExtent(inputs, tier, options.prefetch_depth >= 0 ? options.prefetch_depth : 1);
 }
 
-// The planner's placement (--weights auto), or every extent resident or streamed (--weights
-// resident|stream) with its memory use and prediction evaluated the same way (an error when that
-// does not fit the budget); --prefetch-depth re-evaluates the chosen placement at that depth.
+// The planner's placement (--weights auto; with --prefetch-depth, the best for a ring of that
+// depth), or every extent resident or streamed (--weights resident|stream) with its memory use and
+// prediction evaluated the same way (an error when that does not fit the budget).
 Plan PlanPlacement(const SessionOptions& options, const PlannerInputs& inputs) {
   if (options.weights == WeightsMode::kAuto) {
-    const Plan plan = MakePlan(inputs);
-    if (options.prefetch_depth < 0 || !plan.offload_needed) return plan;
-    return EvaluatePlacement(inputs, plan.placement.tiers, options.prefetch_depth);
+    if (options.prefetch_depth < 0) return MakePlan(inputs);
+    // Placed for that ring, not re-evaluated at it: a shallower ring's memory then holds extents
+    // resident, and a deeper one's comes out of them instead of overrunning the budget.
+    PlannerInputs at_depth = inputs;
+    at_depth.max_prefetch_depth = at_depth.min_prefetch_depth = options.prefetch_depth;
+    return MakePlan(at_depth);
   }
   return ForcedPlan(options, inputs);
 }

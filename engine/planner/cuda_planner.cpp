@@ -194,7 +194,8 @@ void SearchPlacements(const PlannerInputs& inputs, const Plan& base,
                       const std::function<bool(const Plan&)>& fits, std::optional<Plan>& best) {
   const std::vector<ExtentInfo>& extents = inputs.checkpoint->extents;
   host_room -= std::min(host_room, base.host_expert_activation_bytes);
-  for (int depth = std::max(inputs.max_prefetch_depth, 1); depth >= 1; --depth) {
+  for (int depth = std::max(inputs.max_prefetch_depth, 1);
+       depth >= std::max(inputs.min_prefetch_depth, 1); --depth) {
     const int slots = depth + 1;
     for (uint64_t device_cap : caps) {
       std::vector<Tier> on_device(extents.size(), Tier::kDram);  // kDram: "not on the device"

@@ -267,7 +267,7 @@ Plan MakePlan(const PlannerInputs& inputs) {
   const int expert_buffers =
       planner_detail::ExpertStagingBuffers(checkpoint.config, inputs.workload.batch_size);
   std::optional<Plan> best;
-  for (int depth = inputs.max_prefetch_depth; depth >= 0; --depth) {
+  for (int depth = inputs.max_prefetch_depth; depth >= inputs.min_prefetch_depth; --depth) {
     for (uint64_t cap : caps) {
       const std::optional<std::vector<Tier>> placement =
           GreedyPlacement(extents, order, cap, depth + 1 + expert_buffers, room);

@@ -142,7 +142,10 @@ struct PlannerInputs {
       0;  // budget for DRAM: resident extents + staging + KV cache + activations
   Workload workload;
   Bandwidths bandwidths;
+  // The ring depths the search tries; --prefetch-depth fixes both, so the memory a shallower ring
+  // leaves is spent on resident extents (and a deeper one is paid for by them).
   int max_prefetch_depth = 2;
+  int min_prefetch_depth = 0;
   // A mixture-of-experts model's measured expert use (`--routing-profile`); null: a uniform router.
   const RoutingProfile* routing = nullptr;
 };

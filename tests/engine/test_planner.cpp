@@ -395,4 +395,26 @@ TEST_CASE("planner: --weights resident picks only batches whose resident plan fi
                     Catch::Contains("needs"));
 }
 
+TEST_CASE("planner: a fixed prefetch depth places extents for that ring, within the budget") {
+  // Llama-2-13B in f16 under 16 GiB, 32 sequences: each buffer more in the ring is a layer fewer
+  // resident, never a plan over the budget (--prefetch-depth used to re-evaluate the chosen
+  // placement at the depth asked for, so a deeper ring overran the budget).
+  const Checkpoint model = ShippedConfig("llama-2-13b");
+  PlannerInputs inputs = Inputs(model, uint64_t{16} << 30);
+  inputs.workload.batch_size = 32;
+  inputs.workload.max_context = 8;
+  uint64_t previous_resident = ~uint64_t{0};
+  for (int depth = 0; depth <= 3; ++depth) {
+    INFO("depth " << depth);
+    inputs.max_prefetch_depth = inputs.min_prefetch_depth = depth;
+    const Plan plan = MakePlan(inputs);
+    CHECK(plan.placement.prefetch_depth == depth);
+    CHECK(plan.placement.staging_buffers == depth + 1);
+    CHECK(plan.resident_bytes + plan.staging_bytes + plan.kv_bytes + plan.activation_bytes <=
+          inputs.cpu_mem_bytes);
+    CHECK(plan.resident_bytes < previous_resident);
+    previous_resident = plan.resident_bytes;
+  }
+}
+
 }  // namespace zinf
