@@ -166,7 +166,8 @@ void AddSessionOptions(CLI::App* command, SessionOptions& options, const Session
   if (flags.prefetch_depth) {
     command
         ->add_option("--prefetch-depth", options.prefetch_depth,
-                     "extents read ahead while one computes (default: the plan's)")
+                     "extents read ahead while one computes; the planner keeps resident what a "
+                     "ring of that depth leaves room for (default: the plan's)")
         ->check(IntAtLeast(0, "leave the flag out for the plan's"));
   }
   AddDeviceOptions(command, options.device);
