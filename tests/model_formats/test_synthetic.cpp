@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/xxh3.h"
 #include "model_formats/canonical_tensors.h"
 #include "model_formats/hf_config.h"
 #include "model_formats/synthetic_checkpoint.h"
@@ -118,6 +119,16 @@ TEST_CASE("extents produced on several threads give the same file and checksums 
   CHECK(LoadCheckpoint(parallel).extents.size() == 7);
   REQUIRE(progress.size() == 7);  // once per extent, in order
   CHECK(std::is_sorted(progress.begin(), progress.end()));
+  // Each tensor's own checksum, what a layer read in parts is checked by, is of its bytes.
+  const std::string weights = ReadAll(parallel + "/weights.bin");
+  for (const ExtentInfo& extent : LoadCheckpoint(parallel).extents) {
+    for (const TensorInfo& tensor : extent.tensors) {
+      INFO(extent.name << " " << tensor.name);
+      REQUIRE(tensor.xxh3.has_value());
+      CHECK(*tensor.xxh3 == XXH3_64bits(weights.data() + extent.offset + tensor.offset_in_extent,
+                                        tensor.size_bytes));
+    }
+  }
 }
 
 }  // namespace zinf::formats
