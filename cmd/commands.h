@@ -16,6 +16,7 @@ void AddCalibrateCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddPerplexityCommand(CLI::App& app);
 void AddMergeCommand(CLI::App& app);
+void AddVerifyCommand(CLI::App& app);
 
 // Set by the subcommand that ran: the process exit code (cmd/exit_codes.h).
 extern int g_exit_code;

@@ -24,9 +24,10 @@ EngineSession::EngineSession(const Checkpoint& checkpoint, const SessionOptions&
   spdlog::info("{}", plan.Summary());
   if (plan.placement.staging_buffers > 0 && HasWholeLayers(checkpoint)) {
     spdlog::info("{} was converted before tensors had their own checksums, so each streamed layer "
-                 "is read whole; converting it again lets zinf read a layer in two parts, with "
-                 "staging buffers the size of the larger and the memory saved kept resident",
-                 checkpoint.directory);
+                 "is read whole; `zinf verify {} --add-tensor-checksums` adds them, and each layer "
+                 "is then read in two parts, with staging buffers the size of the larger and the "
+                 "memory saved kept resident",
+                 checkpoint.directory, checkpoint.directory);
   }
   io::WeightSourceOptions io_options;
   io_options.fault_hook = options.fault_hook;

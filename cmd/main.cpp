@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   AddBenchCommand(app);
   AddPerplexityCommand(app);
   AddMergeCommand(app);
+  AddVerifyCommand(app);
   DescribeGlobalFlags(app);
 
   try {
