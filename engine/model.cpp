@@ -232,18 +232,17 @@ Tensor Model::RunAttention(const ExtentView& extent, const std::byte* base,
   const ModelConfig& c = config();
   const int n = micro.num_rows;
   const int layer = extent.info->layer;
-  auto weight = [&](const char* name) { return Find(extent, base, name, true); };
-  auto optional = [&](const char* name) { return Find(extent, base, name, false); };
+  const BlockWeights weight{*this, extent, base};
   Tensor x = act_.x.RowRange(micro.row_begin, n), normed = act_.normed.FirstRows(n);
   Tensor q = act_.q.FirstRows(n), k = act_.k.FirstRows(n), v = act_.v.FirstRows(n);
   Tensor attention = act_.attention.FirstRows(n);
   const float eps = static_cast<float>(c.norm_eps);
 
   // x + o(attention(norm(x))): o's output is returned for the caller to add.
-  Normalize(x, weight(tn::kAttnNorm), optional(tn::kAttnNormBias), normed);
-  const Backend::Projection qkv[] = {{weight(tn::kQ), optional(tn::kQBias), q},
-                                     {weight(tn::kK), optional(tn::kKBias), k},
-                                     {weight(tn::kV), optional(tn::kVBias), v}};
+  Normalize(x, weight(tn::kAttnNorm), weight.optional(tn::kAttnNormBias), normed);
+  const Backend::Projection qkv[] = {{weight(tn::kQ), weight.optional(tn::kQBias), q},
+                                     {weight(tn::kK), weight.optional(tn::kKBias), k},
+                                     {weight(tn::kV), weight.optional(tn::kVBias), v}};
   backend_.MatMuls(normed, qkv);
   if (c.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
     backend_.RmsNorm(q.Reshaped(c.head_dim), weight(tn::kQNorm), eps, q.Reshaped(c.head_dim));
@@ -260,7 +259,7 @@ Tensor Model::RunAttention(const ExtentView& extent, const std::byte* base,
   shape.head_dim = c.head_dim;
   shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   backend_.Attention(layer, micro.chunks, q, shape, attention);
-  backend_.MatMul(attention, weight(tn::kO), optional(tn::kOBias), normed);
+  backend_.MatMul(attention, weight(tn::kO), weight.optional(tn::kOBias), normed);
   return normed;
 }
 
@@ -269,8 +268,7 @@ void Model::RunMlp(const ExtentView& extent, const std::byte* base, const MicroB
   const ModelConfig& c = config();
   const int n = micro.num_rows;
   const int layer = extent.info->layer;
-  auto weight = [&](const char* name) { return Find(extent, base, name, true); };
-  auto optional = [&](const char* name) { return Find(extent, base, name, false); };
+  const BlockWeights weight{*this, extent, base};
   Tensor x = act_.x.RowRange(micro.row_begin, n), normed = act_.normed.FirstRows(n);
   const float eps = static_cast<float>(c.norm_eps);
   // The attention block's output, when it is not in x yet, is added as the norm reads x: the
@@ -291,23 +289,24 @@ void Model::RunMlp(const ExtentView& extent, const std::byte* base, const MicroB
     return;
   }
   if (!add_attention) {
-    Normalize(x, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), normed);
+    Normalize(x, weight(tn::kFfnNorm), weight.optional(tn::kFfnNormBias), normed);
   } else if (c.family == Family::kOpt) {
-    backend_.AddLayerNorm(x, attention_out, weight(tn::kFfnNorm), optional(tn::kFfnNormBias), eps,
-                          normed);
+    backend_.AddLayerNorm(x, attention_out, weight(tn::kFfnNorm), weight.optional(tn::kFfnNormBias),
+                          eps, normed);
   } else {
     backend_.AddRmsNorm(x, attention_out, weight(tn::kFfnNorm), eps, normed);
   }
   if (c.family == Family::kLlama) {
-    const Backend::Projection up_gate[] = {{weight(tn::kUp), optional(tn::kUpBias), up},
-                                           {weight(tn::kGate), optional(tn::kGateBias), gate}};
+    const Backend::Projection up_gate[] = {
+        {weight(tn::kUp), weight.optional(tn::kUpBias), up},
+        {weight(tn::kGate), weight.optional(tn::kGateBias), gate}};
     backend_.MatMuls(normed, up_gate);
     backend_.SiluMul(gate, up, up);
   } else {
-    backend_.MatMul(normed, weight(tn::kUp), optional(tn::kUpBias), up);
+    backend_.MatMul(normed, weight(tn::kUp), weight.optional(tn::kUpBias), up);
     backend_.Relu(up);
   }
-  backend_.MatMul(up, weight(tn::kDown), optional(tn::kDownBias), normed);
+  backend_.MatMul(up, weight(tn::kDown), weight.optional(tn::kDownBias), normed);
   backend_.Add(x, normed);
 }
 

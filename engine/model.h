@@ -97,6 +97,15 @@ class Model {
   Weight Find(const ExtentView& extent, const std::byte* base, const char* name,
               bool required) const;
   void RunEmbedding(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
+  // A layer block's weights by name, from its extent as bound: weight(name) must be there,
+  // weight.optional(name) may not (an empty Weight).
+  struct BlockWeights {
+    const Model& model;
+    const ExtentView& extent;
+    const std::byte* base;
+    Weight operator()(const char* name) const { return model.Find(extent, base, name, true); }
+    Weight optional(const char* name) const { return model.Find(extent, base, name, false); }
+  };
   // A layer extent, or one of its parts (engine/layer_parts.h).
   void RunLayer(const ExtentView& extent, const std::byte* base, const MicroBatch& micro);
   // The attention block; returns o's output, not yet added to the residual stream.
