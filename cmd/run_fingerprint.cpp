@@ -36,16 +36,36 @@ uint64_t HashFile(const std::string& path, XXH3_state_t* state) {
   return total;
 }
 
+// The manifest as it identifies the model: its text, less the tensors' own checksums where it has
+// them. Those are derived from bytes the extents' checksums already cover, and `zinf verify
+// --add-tensor-checksums` adds them to an older manifest (the result is, without them, that
+// manifest's text again: both are the converter's dump(2)), so a run resumes across it.
+std::string ManifestIdentity(const std::string& path) {
+  const std::string text = formats::ReadTextFile(path);
+  Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.contains("extents")) return text;
+  bool stripped = false;
+  for (auto& extent : manifest["extents"]) {
+    if (!extent.contains("tensors")) continue;
+    for (auto& tensor : extent["tensors"]) stripped = tensor.erase("xxh3") > 0 || stripped;
+  }
+  return stripped ? manifest.dump(2) + "\n" : text;
+}
+
 struct Digest {
   std::string hex;
   uint64_t bytes = 0;
 };
 
-Digest DigestOf(const std::vector<std::string>& paths) {
+// The manifest's identity, then each further file whole.
+Digest DigestOf(const std::string& manifest_path, const std::vector<std::string>& paths) {
   std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
                                                                         XXH3_freeState);
   XXH3_64bits_reset(state.get());
   Digest digest;
+  const std::string manifest = ManifestIdentity(manifest_path);
+  XXH3_64bits_update(state.get(), manifest.data(), manifest.size());
+  digest.bytes = manifest.size();
   for (const std::string& path : paths) digest.bytes += HashFile(path, state.get());
   digest.hex = fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
   return digest;
@@ -94,13 +114,13 @@ std::vector<std::string> Differences(const Json& recorded, const Json& now) {
 
 Json RunFingerprint(const Checkpoint& checkpoint, const std::string& prompts_path,
                     const Request& defaults, const SessionOptions& session) {
-  std::vector<std::string> model_files = {
-      (std::filesystem::path(checkpoint.directory) / formats::kManifestFile).string()};
+  std::vector<std::string> model_files;
   if (checkpoint.tokenizer) {
     model_files.push_back(
         (std::filesystem::path(checkpoint.directory) / checkpoint.tokenizer->file).string());
   }
-  const Digest model = DigestOf(model_files);
+  const Digest model = DigestOf(
+      (std::filesystem::path(checkpoint.directory) / formats::kManifestFile).string(), model_files);
 
   // Keys are the flags' names (without "--"), so a difference reads as the flag to change back.
   Json settings;

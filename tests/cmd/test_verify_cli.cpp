@@ -43,6 +43,13 @@ TEST_CASE("verify checks every checksum and adds the tensors' to an older manife
   CHECK(result.out.find("48 tensors have no checksum") != std::string::npos);
   CHECK(ReadFile(older + "/manifest.json") == before);  // only --add-tensor-checksums writes
 
+  // A job run on it before...
+  const std::string prompts = older + "/../prompts.txt", out = older + "/../out.jsonl";
+  WriteFile(prompts, "Once upon a time\nThe sun\n");
+  const std::vector<std::string> job = {
+      "generate", "--model", older, "--prompts", prompts, "--out", out, "--max-new-tokens", "8"};
+  REQUIRE(RunZinf(job).exit_code == 0);
+
   result = RunZinf({"verify", older, "--add-tensor-checksums"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
@@ -50,6 +57,12 @@ TEST_CASE("verify checks every checksum and adds the tensors' to an older manife
   // The manifest the converter writes today, byte for byte.
   CHECK(ReadFile(older + "/manifest.json") ==
         ReadFile(ConvertedStories260KDir() + "/manifest.json"));
+  // ...resumes after it: the tensors' checksums do not make it another model.
+  std::vector<std::string> resume = job;
+  resume.push_back("--resume");
+  result = RunZinf(resume);
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
 }
 
 TEST_CASE("verify names a corrupt extent and leaves its manifest alone") {
