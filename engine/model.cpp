@@ -127,12 +127,16 @@ Weight Model::Find(const ExtentView& extent, const std::byte* base, const char* 
   return weight;
 }
 
-void Model::Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out) {
+void Model::Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out,
+                      Tensor residual) {
   const float eps = static_cast<float>(config().norm_eps);
-  if (config().family == Family::kOpt) {
-    backend_.LayerNorm(x, weight, bias, eps, out);
+  const bool opt = config().family == Family::kOpt;
+  if (residual.data == nullptr) {
+    if (opt) backend_.LayerNorm(x, weight, bias, eps, out);
+    else backend_.RmsNorm(x, weight, eps, out);
   } else {
-    backend_.RmsNorm(x, weight, eps, out);
+    if (opt) backend_.AddLayerNorm(x, residual, weight, bias, eps, out);
+    else backend_.AddRmsNorm(x, residual, weight, eps, out);
   }
 }
 
@@ -270,32 +274,18 @@ void Model::RunMlp(const ExtentView& extent, const std::byte* base, const MicroB
   const int layer = extent.info->layer;
   const BlockWeights weight{*this, extent, base};
   Tensor x = act_.x.RowRange(micro.row_begin, n), normed = act_.normed.FirstRows(n);
-  const float eps = static_cast<float>(c.norm_eps);
-  // The attention block's output, when it is not in x yet, is added as the norm reads x: the
-  // residual stream then makes one trip through memory instead of three.
-  const bool add_attention = attention_out.data != nullptr;
+  const Weight norm = weight(tn::kFfnNorm), norm_bias = weight.optional(tn::kFfnNormBias);
 
-  // x += down(act(norm(x))).
+  // x += down(act(norm(x))), x first taking the attention block's output when it is not in x yet.
   const int64_t ffn = c.intermediate_size;
   Tensor gate{act_.gate.data, n, ffn}, up{act_.up.data, n, ffn};
   if (c.IsMoeLayer(layer)) {  // the experts read this input after the extent is released
     Tensor ffn_input = act_.moe_input.RowRange(micro.row_begin, n);
-    if (add_attention) {
-      backend_.AddRmsNorm(x, attention_out, weight(tn::kFfnNorm), eps, ffn_input);
-    } else {
-      backend_.RmsNorm(x, weight(tn::kFfnNorm), eps, ffn_input);
-    }
+    Normalize(x, norm, norm_bias, ffn_input, attention_out);
     RunRouterAndSharedExpert(extent, base, micro, ffn_input);
     return;
   }
-  if (!add_attention) {
-    Normalize(x, weight(tn::kFfnNorm), weight.optional(tn::kFfnNormBias), normed);
-  } else if (c.family == Family::kOpt) {
-    backend_.AddLayerNorm(x, attention_out, weight(tn::kFfnNorm), weight.optional(tn::kFfnNormBias),
-                          eps, normed);
-  } else {
-    backend_.AddRmsNorm(x, attention_out, weight(tn::kFfnNorm), eps, normed);
-  }
+  Normalize(x, norm, norm_bias, normed, attention_out);
   if (c.family == Family::kLlama) {
     const Backend::Projection up_gate[] = {
         {weight(tn::kUp), weight.optional(tn::kUpBias), up},

@@ -127,7 +127,10 @@ class Model {
   void MapExperts(const Placement& placement);
   void RunHead(const ExtentView& extent, const std::byte* base, const StepBatch& batch,
                std::span<float> logits);
-  void Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out);
+  // out = norm(x) by the family's norm; with a `residual`, x += residual first, fused with the
+  // norm so the residual stream makes one trip through memory instead of three.
+  void Normalize(Tensor x, const Weight& weight, const Weight& bias, Tensor out,
+                 Tensor residual = {});
   void LoadBackendResident(const Placement& placement);
 
   const Checkpoint& checkpoint_;
