@@ -15,6 +15,7 @@
 
 #include "cpu/avx2_lane_walk.h"
 #include "cpu/dot.h"
+#include "cpu/halves_avx2.h"
 #include "cpu/matmul_q4_amx.h"
 #include "cpu/matmul_q4_avx2_lanes.h"
 #include "cpu/matmul_q4_avx512.h"
@@ -293,8 +294,8 @@ inline __attribute__((always_inline)) void EightRowPairSums(const uint8_t* const
     const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * (p + b)));
     const __m256i second =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * (p + b) + 32));
-    x_low[b] = _mm256_permute2x128_si256(first, second, 0x20);
-    x_high[b] = _mm256_permute2x128_si256(first, second, 0x31);
+    x_low[b] = LowHalves(first, second);
+    x_high[b] = HighHalves(first, second);
   }
   auto two_rows = [&](int r) __attribute__((always_inline)) {
     return TwoRowSums<kPairs>(RowPairWords<kPairs>(rows[r], p, x_low, x_high),
@@ -305,8 +306,8 @@ inline __attribute__((always_inline)) void EightRowPairSums(const uint8_t* const
   };
   const __m256i h0 = four_rows(0);
   const __m256i h1 = four_rows(4);
-  low = _mm256_permute2x128_si256(h0, h1, 0x20);
-  high = _mm256_permute2x128_si256(h0, h1, 0x31);
+  low = LowHalves(h0, h1);
+  high = HighHalves(h0, h1);
 }
 
 // One token over 8 rows (row, row + row_step, …): Q4Tile's products, group sums and float steps,

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "cpu/avx2_lane_walk.h"
+#include "cpu/halves_avx2.h"
 #include "cpu/matmul_q4_avx512.h"
 #include "cpu/prefetch_region.h"
 #include "cpu/q8_token_lanes.h"
@@ -69,15 +70,13 @@ UnpackedRows UnpackRows(const QuantRows& w, int64_t row, int rows) {
     uint8_t* out = bytes + r * stride;
     int64_t b = 0;
     // Two blocks from one load: their low nibbles, then their high ones, each block's two
-    // halves brought together by a 128-bit lane permute.
+    // halves brought together (LowHalves, HighHalves).
     for (; b + 2 <= blocks; b += 2) {
       const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + 16 * b));
       const __m256i low = _mm256_and_si256(packed, nibble);
       const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b),
-                          _mm256_permute2x128_si256(low, high, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b + 32),
-                          _mm256_permute2x128_si256(low, high, 0x31));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b), LowHalves(low, high));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b + 32), HighHalves(low, high));
     }
     if (b < blocks) {
       const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles + 16 * b));

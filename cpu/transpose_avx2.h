@@ -4,13 +4,15 @@
 
 #include <immintrin.h>
 
+#include "cpu/halves_avx2.h"
+
 namespace zinf::cpu {
 
 #pragma GCC push_options
 #pragma GCC target("avx2")
 
-// rows[m] lane t → rows[t] lane m: 32-bit unpacks, 64-bit unpacks, then 128-bit permutes
-// (24 shuffles). Bits are moved, never converted.
+// rows[m] lane t → rows[t] lane m: 32-bit unpacks, 64-bit unpacks, then the 128-bit halves
+// paired (cpu/halves_avx2.h). Bits are moved, never converted.
 inline __attribute__((always_inline)) void Transpose8(__m256i (&rows)[8]) {
   __m256i t[8], u[8];
 #pragma GCC unroll 4
@@ -27,8 +29,8 @@ inline __attribute__((always_inline)) void Transpose8(__m256i (&rows)[8]) {
   }
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
-    rows[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
-    rows[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    rows[j] = LowHalves(u[j], u[4 + j]);
+    rows[4 + j] = HighHalves(u[j], u[4 + j]);
   }
 }
 
