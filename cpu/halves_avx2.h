@@ -1,6 +1,6 @@
 // The 128-bit halves of two AVX2 registers paired up, low with low and high with high, by an
-// insert and a blend rather than 128-bit lane permutes: Zen 1 splits vperm2i128 / vperm2f128
-// into 8 micro-ops (3 cycles each, against 1 for an insert and 1 for an extract and a blend).
+// insert, or an extract and a blend, rather than 128-bit lane permutes: Zen 1 splits vperm2i128 /
+// vperm2f128 into 8 micro-ops, one every 3 cycles, where it runs each of the others every cycle.
 #pragma once
 
 #include <immintrin.h>
