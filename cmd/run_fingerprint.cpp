@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/xxh3_state.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
@@ -59,8 +60,7 @@ struct Digest {
 
 // The manifest's identity, then each further file whole.
 Digest DigestOf(const std::string& manifest_path, const std::vector<std::string>& paths) {
-  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
-                                                                        XXH3_freeState);
+  const Xxh3State state = NewXxh3State();
   XXH3_64bits_reset(state.get());
   Digest digest;
   const std::string manifest = ManifestIdentity(manifest_path);

@@ -15,6 +15,7 @@
 #include "cmd/progress_bar.h"
 #include "engine/error.h"
 #include "engine/xxh3.h"
+#include "engine/xxh3_state.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/zinf_format.h"
 
@@ -30,17 +31,6 @@ struct VerifyOptions {
 };
 
 constexpr size_t kChunkBytes = size_t{8} << 20;
-
-struct FreeHashState {
-  void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
-};
-using HashState = std::unique_ptr<XXH3_state_t, FreeHashState>;
-
-HashState NewHashState() {
-  HashState state(XXH3_createState());
-  ZINF_CHECK(state != nullptr, "XXH3_createState failed");
-  return state;
-}
 
 // The extent's checksum and each of its tensors', from one pass over its bytes.
 struct ExtentHashes {
@@ -62,7 +52,7 @@ void ReadFully(int fd, const std::string& path, uint64_t offset, std::byte* buff
 
 ExtentHashes HashExtent(int fd, const std::string& path, const ExtentInfo& extent,
                         std::vector<std::byte>& buffer, ProgressBar& progress, uint64_t& done) {
-  HashState whole = NewHashState(), tensor = NewHashState();
+  const Xxh3State whole = NewXxh3State(), tensor = NewXxh3State();
   XXH3_64bits_reset(whole.get());
   XXH3_64bits_reset(tensor.get());
   ExtentHashes hashes;

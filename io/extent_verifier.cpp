@@ -71,8 +71,7 @@ double CheckExtentBytes(const ExtentInfo& extent, const std::byte* data,
 }
 
 ExtentVerifier::ExtentVerifier(ExtentReader& reader, int num_slots)
-    : reader_(reader), slots_(static_cast<size_t>(num_slots)), hash_state_(XXH3_createState()) {
-  ZINF_CHECK(hash_state_ != nullptr, "XXH3_createState failed");
+    : reader_(reader), slots_(static_cast<size_t>(num_slots)), hash_state_(NewXxh3State()) {
   thread_ = StartBackgroundThread([this] { Loop(); });
 }
 

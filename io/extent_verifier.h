@@ -12,9 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include <xxhash.h>
-
 #include "engine/checkpoint.h"
+#include "engine/xxh3_state.h"
 #include "io/extent_reader.h"
 
 namespace zinf::io {
@@ -65,10 +64,6 @@ class ExtentVerifier {
     std::exception_ptr failure;
   };
 
-  struct FreeHashState {
-    void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
-  };
-
   void Loop();
   // Hashes the job's extent as its chunks land (adding the time to `hashing`); throws the read's
   // error or a mismatch.
@@ -82,7 +77,7 @@ class ExtentVerifier {
   std::vector<SlotStatus> slots_;
   double checksum_seconds_ = 0;
   bool stopping_ = false;
-  std::unique_ptr<XXH3_state_t, FreeHashState> hash_state_;  // the thread's
+  Xxh3State hash_state_;  // the thread's
   std::thread thread_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "engine/error.h"
 #include "engine/xxh3.h"
+#include "engine/xxh3_state.h"
 #include "model_formats/atomic_output_file.h"
 #include "model_formats/extent_layout.h"
 
@@ -19,18 +20,13 @@ namespace zinf::formats {
 
 namespace {
 
-struct Xxh3StateDeleter {
-  void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
-};
-
 // Feeds one extent's tensors, and the zero padding between them, to `sink`; checks each
 // tensor's size against the layout. Returns each tensor's own XXH3-64, so a reader can check a
 // part of the extent (a layer's attention or MLP tensors) without the rest.
 std::vector<uint64_t> ProduceExtent(const ExtentInfo& extent, size_t extent_idx,
                                     const TensorProducer& produce, const TensorSink& sink) {
   static const std::vector<std::byte> kZeros(kTensorAlignment);
-  std::unique_ptr<XXH3_state_t, Xxh3StateDeleter> tensor_hash(XXH3_createState());
-  ZINF_CHECK(tensor_hash != nullptr, "XXH3_createState failed");
+  const Xxh3State tensor_hash = NewXxh3State();
   std::vector<uint64_t> tensor_hashes;
   uint64_t cursor = 0;
   for (size_t tensor_idx = 0; tensor_idx < extent.tensors.size(); ++tensor_idx) {
@@ -94,8 +90,7 @@ void WriteWeightsFile(const std::string& path, std::vector<ExtentInfo>& extents,
   };
 
   if (producers <= 1) {
-    std::unique_ptr<XXH3_state_t, Xxh3StateDeleter> hash(XXH3_createState());
-    ZINF_CHECK(hash != nullptr, "XXH3_createState failed");
+    const Xxh3State hash = NewXxh3State();
     for (size_t extent_idx = 0; extent_idx < extents.size(); ++extent_idx) {
       ExtentInfo& extent = extents[extent_idx];
       check_offset(extent);
