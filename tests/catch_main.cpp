@@ -1,11 +1,4 @@
-// The one Catch2 main shared by every test executable; engine logs are kept to warnings so test
-// output shows what failed.
-#define CATCH_CONFIG_RUNNER
-#include <spdlog/spdlog.h>
+// The main of the test executables that need no check before their tests run.
+#include "tests/catch_runner.h"
 
-#include <catch2/catch.hpp>
-
-int main(int argc, char* argv[]) {
-  spdlog::set_level(spdlog::level::warn);
-  return Catch::Session().run(argc, argv);
-}
+int main(int argc, char* argv[]) { return zinf::testing::RunCatchSession(argc, argv); }

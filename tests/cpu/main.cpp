@@ -1,14 +1,11 @@
 // Runner for the CPU tests. CTest runs the [avx2], [avx512] and [amx] tests as entries of their own with
 // ZINF_TEST_REQUIRES_ISA naming the level; on a CPU without it they exit 77, reported as skipped.
-#define CATCH_CONFIG_RUNNER
-#include <spdlog/spdlog.h>
-
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
 #include "cpu/isa.h"
+#include "tests/catch_runner.h"
 
 int main(int argc, char* argv[]) {
   using zinf::cpu::CpuIsa;
@@ -28,6 +25,5 @@ int main(int argc, char* argv[]) {
       return 77;
     }
   }
-  spdlog::set_level(spdlog::level::warn);
-  return Catch::Session().run(argc, argv);
+  return zinf::testing::RunCatchSession(argc, argv);
 }

@@ -1,12 +1,9 @@
 // The CUDA tests' main: without a usable GPU it prints why and exits 77, which CTest reports as
 // skipped (never as passed); with one it runs every test case.
-#define CATCH_CONFIG_RUNNER
-#include <spdlog/spdlog.h>
-
-#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "cuda/cuda_backend.h"
+#include "tests/catch_runner.h"
 
 int main(int argc, char* argv[]) {
   const std::string reason = zinf::cuda::CudaUnavailableReason();
@@ -14,6 +11,5 @@ int main(int argc, char* argv[]) {
     std::printf("skipped: the CUDA tests need a GPU: %s\n", reason.c_str());
     return 77;
   }
-  spdlog::set_level(spdlog::level::warn);
-  return Catch::Session().run(argc, argv);
+  return zinf::testing::RunCatchSession(argc, argv);
 }

@@ -1,12 +1,10 @@
 // Runner for the tokenizer golden tests: they need ../shared/tokenizers (reference data beside the
 // repository); without it the executable exits 77 and CTest reports the tests skipped.
-#define CATCH_CONFIG_RUNNER
-#include <spdlog/spdlog.h>
-
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include "tests/catch_runner.h"
 
 int main(int argc, char* argv[]) {
   const std::string shared = std::string(ZINF_SOURCE_DIR) + "/../shared/tokenizers";
@@ -14,6 +12,5 @@ int main(int argc, char* argv[]) {
     std::printf("skipped: the tokenizer reference data %s is not present\n", shared.c_str());
     return 77;
   }
-  spdlog::set_level(spdlog::level::warn);
-  return Catch::Session().run(argc, argv);
+  return zinf::testing::RunCatchSession(argc, argv);
 }
