@@ -1,5 +1,5 @@
-// zinf calibrate [--file PATH] [--threads N] [--dram-only]: measures disk, DRAM and compute rates
-// for the planner.
+// zinf calibrate [--file PATH] [--threads N] [--dram-only] [--small-probes]: measures disk, DRAM
+// and compute rates for the planner.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,6 +16,7 @@ void AddCalibrateCommand(CLI::App& app) {
     std::string file;
     int threads = 0;
     bool dram_only = false;
+    bool small_probes = false;  // testing only
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(
@@ -29,12 +30,17 @@ void AddCalibrateCommand(CLI::App& app) {
   command->add_flag("--dram-only", options->dram_only,
                     "only measure the DRAM read rate and print it as JSON on stdout (median and "
                     "spread of its passes; the cache is left alone): the bench scripts' bound");
+  command->add_flag("--small-probes", options->small_probes,
+                    "testing only: every probe a sixteenth of its size, so that it takes seconds; "
+                    "the rates then come from the caches, not DRAM");
   command->callback([options] {
     const int threads = options->threads > 0
                             ? options->threads
                             : static_cast<int>(std::thread::hardware_concurrency());
     if (options->dram_only) {
-      const cpu::DramReadRate dram = cpu::MeasureDramRead(threads);
+      const cpu::DramReadRate dram = cpu::MeasureDramRead(
+          threads, cpu::kDramProbePasses,
+          cpu::kDramProbeBytes / (options->small_probes ? kSmallProbeDivisor : 1));
       std::cout << nlohmann::json{{"dram_read_gbps", dram.median_gbps},
                                   {"min_gbps", dram.min_gbps},
                                   {"max_gbps", dram.max_gbps},
@@ -46,7 +52,7 @@ void AddCalibrateCommand(CLI::App& app) {
                 << "\n";
       return;
     }
-    Calibrate(options->file, threads);
+    Calibrate(options->file, threads, options->small_probes);
   });
 }
 

@@ -33,16 +33,18 @@ constexpr int kSingleRateTokens = 32;  // the single rates' size, as calibrate m
 
 // Enough to get past the drive's cache and show its sustained rate; small enough to take seconds.
 constexpr uint64_t kProbeBytes = 1ull << 30;
+constexpr size_t kChecksumProbeBytes = size_t{256} << 20;
+constexpr int kSampledRows = 256;
 
-// Writes kProbeBytes of non-zero data (some filesystems shortcut zeros) and syncs it to the drive.
-std::string WriteProbeFile(const fs::path& directory) {
+// Writes `bytes` of non-zero data (some filesystems shortcut zeros) and syncs it to the drive.
+std::string WriteProbeFile(const fs::path& directory, uint64_t bytes) {
   fs::create_directories(directory);
   const std::string path = (directory / "disk-probe.bin").string();
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Fail("cannot write the disk probe file {}: {}", path, std::strerror(errno));
   std::vector<char> block(1 << 20);
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 131 + 7);
-  for (uint64_t written = 0; written < kProbeBytes; written += block.size()) {
+  for (uint64_t written = 0; written < bytes; written += block.size()) {
     if (write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
       close(fd);
       Fail("cannot write the disk probe file {}: {}", path, std::strerror(errno));
@@ -54,17 +56,17 @@ std::string WriteProbeFile(const fs::path& directory) {
 }
 
 // The sampler's greedy pick over rows of a 32,000-token vocabulary, per logit: the host's share of
-// every GPU step (the best of 5 passes over 256 rows of varied values).
-double GreedyPickSecondsPerLogit() {
-  constexpr int kRows = 256, kVocab = 32000;
-  std::vector<float> logits(static_cast<size_t>(kRows) * kVocab);
+// every GPU step (the best of 5 passes over `rows` rows of varied values).
+double GreedyPickSecondsPerLogit(int rows) {
+  constexpr int kVocab = 32000;
+  std::vector<float> logits(static_cast<size_t>(rows) * kVocab);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 7919) % 10007);
   Sampler sampler{SamplingParams{}};
   double best = 0;
   int64_t picked = 0;  // used, so the picks are not optimised away
   for (int pass = 0; pass < 5; ++pass) {
     const auto start = std::chrono::steady_clock::now();
-    for (int row = 0; row < kRows; ++row) {
+    for (int row = 0; row < rows; ++row) {
       picked +=
           sampler.Sample(std::span(logits).subspan(static_cast<size_t>(row) * kVocab, kVocab), {});
     }
@@ -73,45 +75,51 @@ double GreedyPickSecondsPerLogit() {
     if (best == 0 || seconds < best) best = seconds;
   }
   spdlog::debug("greedy picks: {} (checksum)", picked);
-  return best / (static_cast<double>(kRows) * kVocab);
+  return best / (static_cast<double>(rows) * kVocab);
 }
 
-// GB/s (1e9 bytes per second) of XXH3-64 on one thread over a 256 MiB buffer evicted from the
-// caches first, as TieredWeightSource::Acquire verifies a staging buffer a read has just filled
-// (DMA writes behind the caches); the best of 3.
-double ChecksumGbps() {
-  constexpr size_t kBytes = size_t{256} << 20;
-  std::vector<uint8_t> buffer(kBytes);
-  for (size_t i = 0; i < kBytes; ++i) buffer[i] = static_cast<uint8_t>(i * 131 + 7);
+// GB/s (1e9 bytes per second) of XXH3-64 on one thread over a buffer of `bytes` (256 MiB) evicted
+// from the caches first, as TieredWeightSource::Acquire verifies a staging buffer a read has just
+// filled (DMA writes behind the caches); the best of 3.
+double ChecksumGbps(size_t bytes) {
+  std::vector<uint8_t> buffer(bytes);
+  for (size_t i = 0; i < bytes; ++i) buffer[i] = static_cast<uint8_t>(i * 131 + 7);
   double best = 1e30;
   for (int pass = 0; pass < 3; ++pass) {
-    cpu::EvictFromCaches(buffer.data(), kBytes);
+    cpu::EvictFromCaches(buffer.data(), bytes);
     const auto start = std::chrono::steady_clock::now();
-    XXH3_64bits(buffer.data(), kBytes);  // a call into libxxhash: never optimised away
+    XXH3_64bits(buffer.data(), bytes);  // a call into libxxhash: never optimised away
     best = std::min(
         best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  return kBytes / best / 1e9;
+  return bytes / best / 1e9;
 }
 
 }  // namespace
 
-Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
+Bandwidths Calibrate(const std::string& probe_file, int num_threads, bool small_probes) {
+  const int divisor = small_probes ? kSmallProbeDivisor : 1;
+  if (small_probes) {
+    spdlog::warn("--small-probes: every probe a sixteenth of its size, so the rates come from the "
+                 "caches; calibrate without it before planning real runs");
+  }
   const fs::path cache = CalibrationCachePath();
   std::string file = probe_file;
   const bool temporary = file.empty();
-  if (temporary) file = WriteProbeFile(cache.parent_path());
-  const io::DiskReadRate disk = io::MeasureDiskRead(file, kProbeBytes);
+  const uint64_t file_bytes = kProbeBytes / divisor;
+  if (temporary) file = WriteProbeFile(cache.parent_path(), file_bytes);
+  const io::DiskReadRate disk = io::MeasureDiskRead(file, file_bytes);
   if (temporary) fs::remove(file);
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
-  rates.checksum_gbps = ChecksumGbps();
-  const cpu::DramReadRate dram = cpu::MeasureDramRead(num_threads);
+  rates.checksum_gbps = ChecksumGbps(kChecksumProbeBytes / divisor);
+  const cpu::DramReadRate dram =
+      cpu::MeasureDramRead(num_threads, cpu::kDramProbePasses, cpu::kDramProbeBytes / divisor);
   rates.dram_read_gbps = dram.median_gbps;
   std::string products;
   for (const auto& [key, weights, group_size, field] : kTokenRates) {
-    const std::vector<double> gflops =
-        cpu::MeasureMatmulGflops(num_threads, weights, kCalibratedTokens, group_size);
+    const std::vector<double> gflops = cpu::MeasureMatmulGflops(
+        num_threads, weights, kCalibratedTokens, group_size, cpu::kMatmulProbeDim / divisor);
     std::string row;
     for (size_t k = 0; k < gflops.size(); ++k) {
       (rates.*field).points.emplace_back(kCalibratedTokens[k], gflops[k]);
@@ -122,8 +130,9 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads) {
   rates.compute_gflops = rates.f32_by_tokens.At(kSingleRateTokens);
   rates.int8_gflops = rates.int8_by_tokens.At(kSingleRateTokens);
   rates.int4_gflops = rates.int4_by_tokens.At(kSingleRateTokens);
-  rates.cpu_attention_gflops = cpu::MeasureAttentionGflops(num_threads);
-  rates.host_sample_seconds_per_logit = GreedyPickSecondsPerLogit();
+  rates.cpu_attention_gflops =
+      cpu::MeasureAttentionGflops(num_threads, cpu::kAttentionProbeContext / divisor);
+  rates.host_sample_seconds_per_logit = GreedyPickSecondsPerLogit(kSampledRows / divisor);
   rates.measured = true;
   rates.cpu_threads = num_threads;
   // A GPU's rates too, where there is one: streamed plans are bound by its link.

@@ -110,19 +110,19 @@ Spread SpreadOf(std::vector<double> rates) {
 
 }  // namespace
 
-DramReadRate MeasureDramRead(int num_threads, int passes) {
-  constexpr int64_t kBlocks = (int64_t{1} << 30) / 8 / kBlockWords;  // 1 GiB: beyond any cache
+DramReadRate MeasureDramRead(int num_threads, int passes, int64_t bytes) {
+  const int64_t blocks = std::max<int64_t>(1, bytes / 8 / kBlockWords);
   // Not value-initialised: each thread first-touches the blocks it later reads (the pool's split
   // depends only on the count), so their pages sit on that thread's memory node.
-  std::unique_ptr<uint64_t[]> data(new uint64_t[kBlocks * kBlockWords]);
+  std::unique_ptr<uint64_t[]> data(new uint64_t[blocks * kBlockWords]);
   ThreadPool pool(num_threads);
-  pool.ParallelFor(kBlocks, [&](int64_t begin, int64_t end) {
+  pool.ParallelFor(blocks, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin * kBlockWords; i < end * kBlockWords; ++i)
       data[i] = static_cast<uint64_t>(i);
   });
-  std::vector<uint64_t> sums(kBlocks);
+  std::vector<uint64_t> sums(blocks);
   auto pass = [&](int streams, bool prefetch) {
-    pool.ParallelFor(kBlocks, [&](int64_t begin, int64_t end) {
+    pool.ParallelFor(blocks, [&](int64_t begin, int64_t end) {
       const uint64_t* words = data.get() + begin * kBlockWords;
       // kept, so the loop is not optimised away
       sums[begin] = SumStreamsAtBestIsa(words, (end - begin) * kBlockWords, streams, prefetch);
@@ -143,7 +143,7 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
   for (int i = 0; i < passes; ++i) {
     for (Way& way : ways) {
       const double seconds = BestSeconds(1, [&] { pass(way.streams, way.prefetch); });
-      way.rates.push_back(static_cast<double>(kBlocks * kBlockWords * 8) / seconds / 1e9);
+      way.rates.push_back(static_cast<double>(blocks * kBlockWords * 8) / seconds / 1e9);
     }
   }
   DramReadRate rate;
@@ -161,32 +161,33 @@ DramReadRate MeasureDramRead(int num_threads, int passes) {
 }
 
 std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
-                                        std::span<const int> token_counts, int group_size) {
-  constexpr int kDim = 4096, kMatmulPasses = 5;
+                                        std::span<const int> token_counts, int group_size,
+                                        int dim) {
+  constexpr int kMatmulPasses = 5;
   CpuBackend backend(num_threads);
   // Varied values, so no kernel takes a shortcut a real matrix would not allow.
-  std::vector<float> row(kDim);
-  for (int c = 0; c < kDim; ++c) row[c] = 0.25f * static_cast<float>((c * 37) % 17 - 8);
-  Weight w{nullptr, weights, kDim, kDim, weights == DType::kQ4 ? group_size : 0};
-  std::vector<std::byte> bytes(TensorBytes(weights, kDim, kDim, w.group_size));
+  std::vector<float> row(dim);
+  for (int c = 0; c < dim; ++c) row[c] = 0.25f * static_cast<float>((c * 37) % 17 - 8);
+  Weight w{nullptr, weights, dim, dim, weights == DType::kQ4 ? group_size : 0};
+  std::vector<std::byte> bytes(TensorBytes(weights, dim, dim, w.group_size));
   if (weights == DType::kF32) {
-    for (int r = 0; r < kDim; ++r) {
-      std::copy(row.begin(), row.end(), reinterpret_cast<float*>(bytes.data()) + int64_t{r} * kDim);
+    for (int r = 0; r < dim; ++r) {
+      std::copy(row.begin(), row.end(), reinterpret_cast<float*>(bytes.data()) + int64_t{r} * dim);
     }
   } else if (weights == DType::kF16) {
     auto* values = reinterpret_cast<uint16_t*>(bytes.data());
-    for (int64_t i = 0; i < int64_t{kDim} * kDim; ++i) values[i] = F32ToF16(row[i % kDim]);
+    for (int64_t i = 0; i < int64_t{dim} * dim; ++i) values[i] = F32ToF16(row[i % dim]);
   } else {
     ZINF_CHECK(IsQuantized(weights), "no matmul probe for {}", DTypeName(weights));
-    const QuantLayout layout = LayoutOf(weights, kDim, kDim, w.group_size);
-    for (int r = 0; r < kDim; ++r) {
+    const QuantLayout layout = LayoutOf(weights, dim, dim, w.group_size);
+    for (int r = 0; r < dim; ++r) {
       std::byte* values = bytes.data() + r * layout.row_bytes();
       std::byte* params = bytes.data() + layout.scales_offset();
       if (weights == DType::kI8) {
-        QuantizeRowI8(row.data(), kDim, reinterpret_cast<int8_t*>(values),
+        QuantizeRowI8(row.data(), dim, reinterpret_cast<int8_t*>(values),
                       reinterpret_cast<float*>(params) + r);
       } else {
-        QuantizeRowQ4(row.data(), kDim, group_size, reinterpret_cast<uint8_t*>(values),
+        QuantizeRowQ4(row.data(), dim, group_size, reinterpret_cast<uint8_t*>(values),
                       reinterpret_cast<uint16_t*>(params) + 2 * r * layout.groups());
       }
     }
@@ -195,9 +196,9 @@ std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
   std::vector<double> gflops;
   for (const int tokens : token_counts) {
     ZINF_CHECK(tokens >= 1, "matmul probe of {} tokens", tokens);
-    Tensor x = backend.AllocateActivation(tokens, kDim);
-    Tensor out = backend.AllocateActivation(tokens, kDim);
-    std::fill_n(static_cast<float*>(x.data), int64_t{tokens} * kDim, 0.5f);
+    Tensor x = backend.AllocateActivation(tokens, dim);
+    Tensor out = backend.AllocateActivation(tokens, dim);
+    std::fill_n(static_cast<float*>(x.data), int64_t{tokens} * dim, 0.5f);
     backend.MatMul(x, w, {}, out);  // first touches, kernel choices, packed activations
     // The median pass, not the best: the planner predicts whole runs, and in a guest whose host is
     // shared the best of 3 was an outlier (Emerald Rapids, f16 at 32 tokens: 204 GFLOP/s where
@@ -210,7 +211,7 @@ std::vector<double> MeasureMatmulGflops(int num_threads, DType weights,
       pass_seconds = BestSeconds(1, [&] { backend.MatMul(x, w, {}, out); });
     }
     std::nth_element(seconds.begin(), seconds.begin() + kMatmulPasses / 2, seconds.end());
-    gflops.push_back(2.0 * tokens * kDim * kDim / seconds[kMatmulPasses / 2] / 1e9);
+    gflops.push_back(2.0 * tokens * dim * dim / seconds[kMatmulPasses / 2] / 1e9);
   }
   return gflops;
 }
@@ -221,13 +222,13 @@ void EvictFromCaches(const void* data, size_t size) {
   _mm_mfence();
 }
 
-double MeasureAttentionGflops(int num_threads) {
-  constexpr int kSequences = 16, kContext = 1024, kHeads = 32, kKvHeads = 8, kHeadDim = 128;
+double MeasureAttentionGflops(int num_threads, int context) {
+  constexpr int kSequences = 16, kHeads = 32, kKvHeads = 8, kHeadDim = 128;
   constexpr int64_t kQDim = kHeads * kHeadDim, kKvDim = kKvHeads * kHeadDim;
   ThreadPool pool(num_threads);
   // Varied values, so the softmax weights are not all alike; first touched by the pool's threads
   // in the order they attend, as a real cache is filled by the steps that computed it.
-  const int64_t slot_floats = int64_t{kContext} * kKvDim;
+  const int64_t slot_floats = int64_t{context} * kKvDim;
   std::unique_ptr<float[]> keys(new float[kSequences * slot_floats]);
   std::unique_ptr<float[]> values(new float[kSequences * slot_floats]);
   pool.ParallelFor(kSequences, [&](int64_t begin, int64_t end) {
@@ -239,7 +240,7 @@ double MeasureAttentionGflops(int num_threads) {
   std::vector<float> queries(kSequences * kQDim), out(kSequences * kQDim);
   for (size_t i = 0; i < queries.size(); ++i) queries[i] = 0.03f * static_cast<float>(i % 31 - 15);
   std::vector<SequenceChunk> chunks(kSequences);
-  for (int s = 0; s < kSequences; ++s) chunks[s] = {s, kContext - 1, 1, s};
+  for (int s = 0; s < kSequences; ++s) chunks[s] = {s, context - 1, 1, s};
   auto slot_rows = [&](const float* base, int slot) {
     KvRows rows;
     rows.f32 = base + slot * slot_floats;
@@ -257,7 +258,7 @@ double MeasureAttentionGflops(int num_threads) {
   args.k_slot = [&](int slot) { return slot_rows(keys.get(), slot); };
   args.v_slot = [&](int slot) { return slot_rows(values.get(), slot); };
   const double seconds = BestSeconds(3, [&] { CausalAttention(pool, args); });
-  return 4.0 * kSequences * kHeads * kContext * kHeadDim / seconds / 1e9;
+  return 4.0 * kSequences * kHeads * context * kHeadDim / seconds / 1e9;
 }
 
 }  // namespace zinf::cpu

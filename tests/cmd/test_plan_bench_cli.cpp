@@ -102,9 +102,10 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
   // Calibrates with `threads` threads and returns the cache it leaves.
   const auto calibrate = [&](const std::string& threads) {
-    const CliResult result = RunZinf(
-        {"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads", threads},
-        "", with_cache);
+    const CliResult result =
+        RunZinf({"calibrate", "--file", ConvertedStories260KDir() + "/weights.bin", "--threads",
+                 threads, "--small-probes"},
+                "", with_cache);
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
     return nlohmann::json::parse(ReadFile(cache + "/zinf/calibration.json"));
@@ -199,8 +200,8 @@ TEST_CASE("zinf calibrate caches measured rates that plan then uses") {
 TEST_CASE("calibrate --dram-only prints the probe's median and spread and leaves the cache alone") {
   const std::string cache = MakeTempDir("calibration-dram-only");
   const auto with_cache = [&] { setenv("XDG_CACHE_HOME", cache.c_str(), 1); };
-  const CliResult probe =
-      RunZinf({"calibrate", "--dram-only", "--threads", "1", "-q"}, "", with_cache);
+  const CliResult probe = RunZinf(
+      {"calibrate", "--dram-only", "--threads", "1", "--small-probes", "-q"}, "", with_cache);
   INFO(probe.err);
   REQUIRE(probe.exit_code == 0);
   const nlohmann::json rate = nlohmann::json::parse(probe.out);
