@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "cpu/cache_line_vector.h"
 #include "cpu/kv_cache.h"
 #include "cpu/product_sequence.h"
 #include "cpu/thread_pool.h"
+#include "cpu/zeroed_buffer.h"
 #include "engine/backend.h"
 
 namespace zinf::cpu {
@@ -55,7 +55,7 @@ class CpuBackend final : public Backend {
   ProductSequence products_;
   // From cache lines, as the KV cache (cpu/cache_line_vector.h): rows of 768 floats 16 bytes off
   // a line would make every row's 64-byte loads straddle two.
-  std::vector<cpu::CacheLineVector<float>> activations_;
+  std::vector<cpu::ZeroedBuffer<float>> activations_;
   uint64_t activation_bytes_ = 0;
   cpu::CpuKvCache kv_cache_;
   std::vector<float> rope_cos_;  // [max_context][head_dim / 2]

@@ -49,19 +49,19 @@ void CpuKvCache::Allocate(const KvCacheShape& shape) {
   const size_t elements = rows * static_cast<size_t>(kv_dim_);
   keys_ = {};
   values_ = {};
-  key_scales_.clear();
-  value_scales_.clear();
+  key_scales_ = {};
+  value_scales_ = {};
   if (shape.dtype == DType::kF32) {
-    keys_.f32.assign(elements, 0.0f);
-    values_.f32.assign(elements, 0.0f);
+    keys_.f32 = ZeroedBuffer<float>(elements);
+    values_.f32 = ZeroedBuffer<float>(elements);
   } else if (shape.dtype == DType::kF16) {
-    keys_.f16.assign(elements, 0);
-    values_.f16.assign(elements, 0);
+    keys_.f16 = ZeroedBuffer<uint16_t>(elements);
+    values_.f16 = ZeroedBuffer<uint16_t>(elements);
   } else {
-    keys_.i8.assign(elements, 0);
-    values_.i8.assign(elements, 0);
-    key_scales_.assign(rows * shape.num_kv_heads, 0.0f);
-    value_scales_.assign(rows * shape.num_kv_heads, 0.0f);
+    keys_.i8 = ZeroedBuffer<int8_t>(elements);
+    values_.i8 = ZeroedBuffer<int8_t>(elements);
+    key_scales_ = ZeroedBuffer<float>(rows * shape.num_kv_heads);
+    value_scales_ = ZeroedBuffer<float>(rows * shape.num_kv_heads);
   }
 }
 
@@ -69,7 +69,7 @@ int64_t CpuKvCache::RowIndex(int layer, int slot, int position) const {
   return (static_cast<int64_t>(layer) * shape_.num_slots + slot) * shape_.max_context + position;
 }
 
-void CpuKvCache::StoreRow(Storage& storage, std::vector<float>& scales, int64_t row,
+void CpuKvCache::StoreRow(Storage& storage, ZeroedBuffer<float>& scales, int64_t row,
                           const float* values) {
   if (shape_.dtype == DType::kF32) {
     std::memcpy(storage.f32.data() + row * kv_dim_, values, kv_dim_ * sizeof(float));
@@ -90,7 +90,7 @@ void CpuKvCache::StoreRow(Storage& storage, std::vector<float>& scales, int64_t 
     int8_t* out = storage.i8.data() + row * kv_dim_ + static_cast<int64_t>(h) * shape_.head_dim;
     float max_abs = 0;
     for (int d = 0; d < shape_.head_dim; ++d) max_abs = std::max(max_abs, std::fabs(head[d]));
-    scales[row * shape_.num_kv_heads + h] = max_abs / 127.0f;
+    scales.data()[row * shape_.num_kv_heads + h] = max_abs / 127.0f;
     const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
     for (int d = 0; d < shape_.head_dim; ++d) {
       out[d] = static_cast<int8_t>(std::clamp(std::nearbyint(head[d] * inverse), -127.0f, 127.0f));
@@ -104,7 +104,7 @@ void CpuKvCache::Store(int layer, int slot, int position, const float* key, cons
   StoreRow(values_, value_scales_, row, value);
 }
 
-KvRows CpuKvCache::Rows(const Storage& storage, const std::vector<float>& scales, int layer,
+KvRows CpuKvCache::Rows(const Storage& storage, const ZeroedBuffer<float>& scales, int layer,
                         int slot) const {
   const int64_t row = RowIndex(layer, slot, 0);
   KvRows rows;
@@ -136,9 +136,8 @@ void CpuKvCache::StoreChunks(int layer, std::span<const SequenceChunk> chunks, c
 }
 
 uint64_t CpuKvCache::allocated_bytes() const {
-  const auto bytes = [](const auto& values) { return values.size() * sizeof(values[0]); };
-  return bytes(keys_.f32) + bytes(values_.f32) + bytes(keys_.f16) + bytes(values_.f16) +
-         bytes(keys_.i8) + bytes(values_.i8) + bytes(key_scales_) + bytes(value_scales_);
+  return keys_.f32.bytes() + values_.f32.bytes() + keys_.f16.bytes() + values_.f16.bytes() +
+         keys_.i8.bytes() + values_.i8.bytes() + key_scales_.bytes() + value_scales_.bytes();
 }
 
 }  // namespace zinf::cpu

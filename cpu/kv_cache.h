@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "cpu/cache_line_vector.h"
+#include "cpu/zeroed_buffer.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
 
@@ -65,18 +65,18 @@ class CpuKvCache {
  private:
   // Storage of one of keys / values: f32, f16 or int8 elements (int8's scales are kept apart).
   struct Storage {  // from a cache line, so a KV head's rows take as few lines as they can
-    CacheLineVector<float> f32;
-    CacheLineVector<uint16_t> f16;
-    CacheLineVector<int8_t> i8;
+    ZeroedBuffer<float> f32;
+    ZeroedBuffer<uint16_t> f16;
+    ZeroedBuffer<int8_t> i8;
   };
   int64_t RowIndex(int layer, int slot, int position) const;
-  void StoreRow(Storage& storage, std::vector<float>& scales, int64_t row, const float* values);
-  KvRows Rows(const Storage& storage, const std::vector<float>& scales, int layer, int slot) const;
+  void StoreRow(Storage& storage, ZeroedBuffer<float>& scales, int64_t row, const float* values);
+  KvRows Rows(const Storage& storage, const ZeroedBuffer<float>& scales, int layer, int slot) const;
 
   KvCacheShape shape_;
   int64_t kv_dim_ = 0;
   Storage keys_, values_;
-  std::vector<float> key_scales_, value_scales_;  // int8: [row][kv_head]
+  ZeroedBuffer<float> key_scales_, value_scales_;  // int8: [row][kv_head]
 };
 
 }  // namespace zinf::cpu

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
+#include <functional>
+#include <map>
 #include <utility>
 
 namespace zinf::planner_detail {
@@ -81,15 +82,17 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
                                      const std::vector<size_t>& order, uint64_t cap,
                                      const RingBytes& ring, uint64_t room, Tier kept, Tier moved,
                                      std::vector<Tier>& placement) {
-  // The sizes still on `moved`, so the ring's size is known without a pass over every extent.
-  std::multiset<uint64_t> moved_sizes;
+  // How many extents of each size are still on `moved`, largest first, so the ring's size is
+  // known without a pass over every extent (a checkpoint has thousands of experts, few sizes).
+  std::map<uint64_t, int64_t, std::greater<>> moved_sizes;
   for (size_t idx = 0; idx < extents.size(); ++idx) {
-    if (placement[idx] == moved) moved_sizes.insert(extents[idx].padded_bytes);
+    if (placement[idx] == moved) ++moved_sizes[extents[idx].padded_bytes];
   }
-  auto largest_moved = [&] { return moved_sizes.empty() ? 0 : *moved_sizes.rbegin(); };
+  auto largest_moved = [&] { return moved_sizes.empty() ? 0 : moved_sizes.begin()->first; };
   auto keep = [&](size_t idx) {
     placement[idx] = kept;
-    moved_sizes.erase(moved_sizes.find(extents[idx].padded_bytes));
+    const auto size = moved_sizes.find(extents[idx].padded_bytes);
+    if (--size->second == 0) moved_sizes.erase(size);
   };
   uint64_t kept_bytes = 0;
   for (size_t idx : order) {
@@ -106,7 +109,7 @@ std::optional<uint64_t> KeepGreedily(const std::vector<ExtentInfo>& extents,
       kept_bytes += bytes;
     } else {  // back on `moved`
       placement[idx] = moved;
-      moved_sizes.insert(bytes);
+      ++moved_sizes[bytes];
     }
   }
   return kept_bytes;

@@ -44,7 +44,7 @@ TEST_CASE("f16 KV cache: every element stored as F32ToF16 rounds it, NaNs, infin
 
 TEST_CASE("CPU KV cache and activations start on cache lines") {
   // Large buffers from malloc land 16 bytes past a line; a KV head's rows would then take a line
-  // more than they need (cpu/cache_line_vector.h). Sizes past glibc's mmap threshold.
+  // more than they need (cpu/zeroed_buffer.h). Sizes past glibc's mmap threshold.
   const auto line_offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 64; };
   for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
     cpu::CpuKvCache cache;
