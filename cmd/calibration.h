@@ -9,12 +9,14 @@
 
 namespace zinf::cli {
 
+// What --small-probes divides every probe's size by.
+inline constexpr int kSmallProbeDivisor = 16;
+
 // Measures disk (reading `probe_file`, or a temporary 1 GiB file beside the cache when empty),
 // DRAM and compute rates with `num_threads` threads, logs them, and writes the cache. With
 // `small_probes` (calibrate --small-probes, testing only) every probe is a sixteenth of its size,
 // so that tests of the cache and of the planner's use of it take seconds even under sanitizers;
 // its rates then come from the caches, not DRAM.
-inline constexpr int kSmallProbeDivisor = 16;
 Bandwidths Calibrate(const std::string& probe_file, int num_threads, bool small_probes = false);
 
 }  // namespace zinf::cli
