@@ -45,7 +45,7 @@ void ReplaceAll(std::string& text, const std::string& from, const std::string& t
 
 }  // namespace
 
-TEST_CASE("every command in the README's Use section runs as written") {
+TEST_CASE("every command in the README's Use section runs as written", "[readme]") {
   const std::string scratch = MakeTempDir("readme-use");
   const std::vector<std::string> commands =
       UseCommands(ReadFile(std::string(ZINF_SOURCE_DIR) + "/README.md"));
