@@ -38,9 +38,7 @@ void AddCalibrateCommand(CLI::App& app) {
                             ? options->threads
                             : static_cast<int>(std::thread::hardware_concurrency());
     if (options->dram_only) {
-      const cpu::DramReadRate dram = cpu::MeasureDramRead(
-          threads, cpu::kDramProbePasses,
-          cpu::kDramProbeBytes / (options->small_probes ? kSmallProbeDivisor : 1));
+      const cpu::DramReadRate dram = MeasureDramRate(threads, options->small_probes);
       std::cout << nlohmann::json{{"dram_read_gbps", dram.median_gbps},
                                   {"min_gbps", dram.min_gbps},
                                   {"max_gbps", dram.max_gbps},

@@ -33,6 +33,8 @@ constexpr int kSingleRateTokens = 32;  // the single rates' size, as calibrate m
 
 // Enough to get past the drive's cache and show its sustained rate; small enough to take seconds.
 constexpr uint64_t kProbeBytes = 1ull << 30;
+// What --small-probes divides every probe's size by.
+constexpr int kSmallProbeDivisor = 16;
 constexpr size_t kChecksumProbeBytes = size_t{256} << 20;
 constexpr int kSampledRows = 256;
 
@@ -113,8 +115,7 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads, bool small_
   Bandwidths rates;
   rates.disk_read_gbps = disk.gbps;
   rates.checksum_gbps = ChecksumGbps(kChecksumProbeBytes / divisor);
-  const cpu::DramReadRate dram =
-      cpu::MeasureDramRead(num_threads, cpu::kDramProbePasses, cpu::kDramProbeBytes / divisor);
+  const cpu::DramReadRate dram = MeasureDramRate(num_threads, small_probes);
   rates.dram_read_gbps = dram.median_gbps;
   std::string products;
   for (const auto& [key, weights, group_size, field] : kTokenRates) {
@@ -154,6 +155,11 @@ Bandwidths Calibrate(const std::string& probe_file, int num_threads, bool small_
   rates.gpu_measured = gpu;
   StoreCalibration({rates, dram.min_gbps, dram.max_gbps, file, disk.direct_io});
   return rates;
+}
+
+cpu::DramReadRate MeasureDramRate(int num_threads, bool small_probes) {
+  return cpu::MeasureDramRead(num_threads, cpu::kDramProbePasses,
+                              cpu::kDramProbeBytes / (small_probes ? kSmallProbeDivisor : 1));
 }
 
 }  // namespace zinf::cli

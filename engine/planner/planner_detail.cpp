@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <utility>
 
 namespace zinf::planner_detail {
