@@ -58,10 +58,11 @@ WidenedRows WidenRows(const QuantRows& w, int64_t blocks, int64_t row, int rows)
 // most 8): results[r][t] before the bias.
 template <int kRows, int kHalves>
 void LaneTile(const I16TokenLanes& lanes, int64_t group, const WidenedRows& widened,
-              float (&results)[kRows][kLanes]) {
+              avx2_lanes::NextTileRequests next, float (&results)[kRows][kLanes]) {
   __m256 acc[kRows][kHalves];
   avx2_lanes::SetZero(acc);
   for (int64_t b = 0; b < lanes.blocks; ++b) {
+    next.RequestShare();
     const auto* x = reinterpret_cast<const __m256i*>(lanes.block(group, b));
     const int16_t* weights = widened.values + b * kQ8BlockElements;
     __m256i sums[kRows][kHalves];
@@ -107,18 +108,19 @@ void MatMulI8Avx2Lanes(const Q8Activations& xq, int64_t num_tokens, const Weight
   avx2_lanes::ForEachLaneTile<kTileRows>(
       lanes, num_tokens, lanes.blocks * I16TokenLanes::kBlockBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        avx2_lanes::NextTileRequests next;
         if (row != widened_row || kRows != widened_count) {
           // Widening is where a tile's rows arrive from DRAM (it had stalled there: 9.6% of a
-          // 2048 × 2048 × 128 profile), once per token block: the next tile's rows are requested
-          // into L2 now. One core, 5632 × 2048 from DRAM: 128 tokens 110.5 → 114.9, 32 tokens
-          // 100.4 → 107.0 GOP/s.
-          avx2_lanes::RequestNextRows(rows, row, kRows, row_end);
+          // 2048 × 2048 × 128 profile), once per token block: the tile's first group requests
+          // the next tile's rows into L2. One core, 5632 × 2048 from DRAM: 128 tokens 110.5 →
+          // 114.9, 32 tokens 100.4 → 107.0 GOP/s (Zen 4, requested all at once).
+          next = avx2_lanes::NextTileRequests(rows, row, kRows, row_end, lanes.blocks);
           widened = WidenRows(rows, lanes.blocks, row, kRows);
           widened_row = row;
           widened_count = kRows;
         }
         float results[kRows][kLanes];
-        LaneTile<kRows, kHalves>(lanes, group, widened, results);
+        LaneTile<kRows, kHalves>(lanes, group, widened, next, results);
         avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
       });
 }

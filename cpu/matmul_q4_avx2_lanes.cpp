@@ -15,7 +15,6 @@
 #include "cpu/avx2_lane_walk.h"
 #include "cpu/halves_avx2.h"
 #include "cpu/matmul_q4_avx512.h"
-#include "cpu/prefetch_region.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/tiling.h"
 #include "engine/dtype.h"
@@ -156,11 +155,12 @@ __attribute__((always_inline)) inline void AddMinimumsAndStore(
 template <int kRows, int kHalves, int kBlocks>
 void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int tokens,
               const Q4Activations& xa, const UnpackedRows& unpacked,
-              float (&results)[kRows][kLanes]) {
+              avx2_lanes::NextTileRequests next, float (&results)[kRows][kLanes]) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[kRows][kHalves];
   avx2_lanes::SetZero(acc);
   for (int64_t g = 0; g < xa.groups; ++g) {
+    next.RequestShare();
     __m256i sums[kRows][kHalves];
     avx2_lanes::SetZero(sums);
 #pragma GCC unroll 4
@@ -210,7 +210,7 @@ void LaneTile(const Q8TokenLanes& lanes, int64_t group, int64_t first_token, int
 template <int kRows, int kBlocks>
 void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activations& xa,
                         const QuantRows& w, int64_t row, const float* params,
-                        float (&results)[kRows][kLanes]) {
+                        avx2_lanes::NextTileRequests next, float (&results)[kRows][kLanes]) {
   const __m256i ones = _mm256_set1_epi16(1), nibble = _mm256_set1_epi8(0x0f);
   const int64_t param_stride = w.groups * 2;
   const uint8_t* packed[kRows];
@@ -219,6 +219,7 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
   __m256 acc[kRows][1];
   avx2_lanes::SetZero(acc);
   for (int64_t g = 0; g < xa.groups; ++g) {
+    next.RequestShare();
     __m256i sums[kRows][1];
     avx2_lanes::SetZero(sums);
 #pragma GCC unroll 4
@@ -257,13 +258,6 @@ void PackedFewTokenTile(const Q8TokenLanes& lanes, int tokens, const Q4Activatio
 
 #pragma GCC pop_options
 
-// avx2_lanes::RequestNextRows for the rows' parameters too (always inlined, for the same reason).
-inline __attribute__((always_inline)) void RequestNextTile(const QuantRows& w, int64_t row,
-                                                           int rows, int64_t row_end) {
-  if (avx2_lanes::RequestNextRows(w, row, rows, row_end))
-    PrefetchRegionShare(w.q4_params(row + rows), rows * w.groups * 4, 0, 1);
-}
-
 }  // namespace
 
 template <int kBlocks>
@@ -283,12 +277,16 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantR
         lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
         [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
           // The tile is where its rows first arrive from DRAM: the next tile's rows are
-          // requested into L2 now, to arrive while this one's products run (one core, 5632 ×
+          // requested into L2 during its pass, to arrive while its products run (one core, 5632 ×
           // 2048 × 8 tokens from DRAM: 94 → 107 GOP/s).
-          if (kRows == avx2_lanes::kFewTokenTileRows) RequestNextTile(w, row, kRows, row_end);
+          const avx2_lanes::NextTileRequests next =
+              kRows == avx2_lanes::kFewTokenTileRows
+                  ? avx2_lanes::NextTileRequests(w, row, kRows, row_end, xa.groups,
+                                                 /*with_params=*/true)
+                  : avx2_lanes::NextTileRequests{};
           for (int r = 0; r < kRows; ++r) WidenParams(w, row + r, params + r * w.groups * 2);
           float results[kRows][kLanes];
-          PackedFewTokenTile<kRows, kBlocks>(lanes, tokens, xa, w, row, params, results);
+          PackedFewTokenTile<kRows, kBlocks>(lanes, tokens, xa, w, row, params, next, results);
           avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
         });
     return;
@@ -300,16 +298,18 @@ void MatMulQ4Avx2Lanes(const Q4Activations& xa, int64_t num_tokens, const QuantR
   avx2_lanes::ForEachLaneTile<kTileRows>(
       lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
+        avx2_lanes::NextTileRequests next;
         if (row != unpacked_row || kRows != unpacked_count) {
           // As in the int8 lanes: the next tile's rows are requested into L2 while this one
           // computes (one core, 5632 × 2048 × 128 from DRAM, groups of 32: 151.2 → 153.4 GOP/s).
-          RequestNextTile(w, row, kRows, row_end);
+          next = avx2_lanes::NextTileRequests(w, row, kRows, row_end, xa.groups,
+                                              /*with_params=*/true);
           unpacked = UnpackRows(w, row, kRows);
           unpacked_row = row;
           unpacked_count = kRows;
         }
         float results[kRows][kLanes];
-        LaneTile<kRows, kHalves, kBlocks>(lanes, group, group * kLanes, tokens, xa, unpacked,
+        LaneTile<kRows, kHalves, kBlocks>(lanes, group, group * kLanes, tokens, xa, unpacked, next,
                                           results);
         avx2_lanes::StoreLaneResults<kRows>(results, group, tokens, bias, out, out_stride, row);
       });
