@@ -101,9 +101,9 @@ void MatMulI8Avx2ByteLanes(const Q8Activations& xq, int64_t num_tokens, const We
       lanes, num_tokens, lanes.blocks * Q8TokenLanes::kValueBytes, row_begin, row_end,
       [&]<int kRows, int kHalves>(int64_t row, int64_t group, int tokens) {
         // The tile is where its rows arrive from DRAM, and rows of a few hundred bytes are too
-        // short for the hardware's stream prefetchers: the next tile's are requested into L2 during
-        // this one's pass (one core, 2048 × 768 × 8 tokens from DRAM 57.6 → 82.9 GOP/s; 110M int8 decode of 8
-        // sequences 434-467 → 552-587 tok/s, 1.1B 65-68 → 68-71).
+        // short for the hardware's stream prefetchers: the next tile's are requested into L2
+        // during this one's pass (one core, 2048 × 768 × 8 tokens from DRAM 57.6 → 82.9 GOP/s;
+        // 110M int8 decode of 8 sequences 434-467 → 552-587 tok/s, 1.1B 65-68 → 68-71).
         const avx2_lanes::NextTileRequests next =
             kRows == avx2_lanes::kFewTokenTileRows
                 ? avx2_lanes::NextTileRequests(rows, row, kRows, row_end, lanes.blocks)
