@@ -40,10 +40,11 @@ FloatPanelShape pinned_shape;
 
 // Steps [s_begin, s_end) (8 columns each) of rows [row, row + kRows) × kTokens tokens packed as
 // `tile` (step s's vector of token t at tile + (4s + t) · 8), continuing the accumulators at
-// `sums` (vector t · kRows + r; zeros when `first`).
-template <DType kDType, int kRows, int kTokens>
+// `sums` (vector t · kRows + r; zeros when `first`); kRequestEachStep: asking for a share of
+// `next_tile` each step.
+template <DType kDType, int kRows, int kTokens, bool kRequestEachStep>
 void ChunkTile(const float* tile, const Weight& w, int64_t row, int64_t s_begin, int64_t s_end,
-               bool first, float* sums) {
+               bool first, float* sums, LineRequests& next_tile) {
   // Unrolled by pragmas: at -O2 GCC otherwise keeps `acc` in memory.
   __m256 acc[kRows][kTokens];
 #pragma GCC unroll 8
@@ -52,6 +53,7 @@ void ChunkTile(const float* tile, const Weight& w, int64_t row, int64_t s_begin,
     for (int t = 0; t < kTokens; ++t)
       acc[r][t] = first ? _mm256_setzero_ps() : _mm256_load_ps(sums + (t * kRows + r) * 8);
   for (int64_t s = s_begin; s < s_end; ++s) {
+    if constexpr (kRequestEachStep) next_tile.RequestShare();
     __m256 wv[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
@@ -69,14 +71,22 @@ void ChunkTile(const float* tile, const Weight& w, int64_t row, int64_t s_begin,
     for (int t = 0; t < kTokens; ++t) _mm256_store_ps(sums + (t * kRows + r) * 8, acc[r][t]);
 }
 
-template <DType kDType, int kRows>
+template <DType kDType, int kRows, bool kRequestEachStep>
 void ChunkTileTokens(int tokens, const float* tile, const Weight& w, int64_t row, int64_t s_begin,
-                     int64_t s_end, bool first, float* sums) {
+                     int64_t s_end, bool first, float* sums, LineRequests& next_tile) {
   switch (tokens) {
-    case 4: return ChunkTile<kDType, kRows, 4>(tile, w, row, s_begin, s_end, first, sums);
-    case 3: return ChunkTile<kDType, kRows, 3>(tile, w, row, s_begin, s_end, first, sums);
-    case 2: return ChunkTile<kDType, kRows, 2>(tile, w, row, s_begin, s_end, first, sums);
-    case 1: return ChunkTile<kDType, kRows, 1>(tile, w, row, s_begin, s_end, first, sums);
+    case 4:
+      return ChunkTile<kDType, kRows, 4, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
+                                                           sums, next_tile);
+    case 3:
+      return ChunkTile<kDType, kRows, 3, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
+                                                           sums, next_tile);
+    case 2:
+      return ChunkTile<kDType, kRows, 2, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
+                                                           sums, next_tile);
+    case 1:
+      return ChunkTile<kDType, kRows, 1, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
+                                                           sums, next_tile);
   }
 }
 
@@ -138,16 +148,36 @@ void MatMulPanels(const float* x, int64_t x_stride, int64_t num_tokens, const We
             next_s1 = std::min(steps, next_s0 + chunk_steps);
           }
           const int next_rows = static_cast<int>(std::min<int64_t>(kTileRows, row_end - next_row));
+          // With at most 2 token tiles (8 tokens) a share per tile is half the tile's lines at
+          // once, and one Zen 1 core read only ~6.3 GB/s from DRAM: there the pass asks for a
+          // line a step instead, 8 tokens 2048 × 2048 24.9 → 29.5 GOP/s (median of 5 alternating
+          // runs), 2048 × 5632 1.14×, 5632 × 2048 1.16×. With more token tiles the step's request
+          // cost more than it gained (32 tokens ~0.96×).
+          const bool each_step = tiles <= 2 && chunks > 1;
+          LineRequests next_tile;
+          if (each_step && next_rows > 0) {
+            next_tile = LineRequests(static_cast<const char*>(w.data) +
+                                         (next_row * w.cols + 8 * next_s0) * kElementBytes,
+                                     (next_s1 - next_s0) * 8 * kElementBytes,
+                                     w.cols * kElementBytes, next_rows, tiles * (s1 - s0));
+          }
           for (int64_t j = 0; j < tiles; ++j) {
-            if (chunks > 1) {
+            if (chunks > 1 && !each_step) {
               for (int q = 0; q < next_rows; ++q)
                 PrefetchRegionShare(static_cast<const char*>(w.data) +
                                         ((next_row + q) * w.cols + 8 * next_s0) * kElementBytes,
                                     (next_s1 - next_s0) * 8 * kElementBytes, j, tiles);
             }
             const int count = static_cast<int>(std::min<int64_t>(4, tokens - kTileTokens * j));
-            ChunkTileTokens<kDType, kRows>(count, packed + j * steps * 32, w, r, s0, s1, s0 == 0,
-                                           sums + (i * tiles + j) * kTileFloats);
+            const float* tile = packed + j * steps * 32;
+            float* tile_sums = sums + (i * tiles + j) * kTileFloats;
+            if (each_step) {
+              ChunkTileTokens<kDType, kRows, true>(count, tile, w, r, s0, s1, s0 == 0, tile_sums,
+                                                   next_tile);
+            } else {
+              ChunkTileTokens<kDType, kRows, false>(count, tile, w, r, s0, s1, s0 == 0, tile_sums,
+                                                    next_tile);
+            }
           }
         });
       }

@@ -5,6 +5,7 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace zinf::cpu {
@@ -17,5 +18,56 @@ inline __attribute__((always_inline)) void PrefetchRegionShare(const void* regio
   for (int64_t line = lines * part / parts; line < lines * (part + 1) / parts; ++line)
     _mm_prefetch(base + 64 * line, _MM_HINT_T1);
 }
+
+// The lines of `pieces` pieces of `piece_bytes` each, `stride` bytes apart (a chunk of each of a
+// tile's rows), requested into L2 a few at a time: each RequestShare asks for the next
+// ceil(lines / shares) of them, piece by piece, until all are asked for. A pass over a tile calls
+// it once a step, so that the requests are spread over the pass (the count per share is worked
+// out once here: a division per call had cost int4's 32-value groups 4-14% on Zen 1).
+class LineRequests {
+ public:
+  LineRequests() = default;  // requests nothing
+
+  LineRequests(const void* first, int64_t piece_bytes, int64_t stride, int64_t pieces,
+               int64_t shares)
+      : piece_(static_cast<const char*>(first)),
+        line_(AlignedDown(piece_)),
+        piece_end_(piece_ + piece_bytes),
+        piece_bytes_(piece_bytes),
+        stride_(stride),
+        pieces_left_(piece_bytes > 0 ? pieces : 0) {
+    const int64_t lines = pieces * ((piece_bytes + 63) / 64 + 1);  // + 1: an unaligned start
+    shares = std::max<int64_t>(shares, 1);
+    lines_per_share_ = (lines + shares - 1) / shares;
+  }
+
+  // Always inlined: GCC takes a call whose only effect is a prefetch for one without effects and
+  // deletes it (so the int4 lanes had lost theirs from b2a77e6 to the fix).
+  __attribute__((always_inline)) void RequestShare() {
+    for (int64_t i = 0; i < lines_per_share_ && pieces_left_ > 0; ++i) {
+      _mm_prefetch(line_, _MM_HINT_T1);
+      line_ += 64;
+      if (line_ >= piece_end_) {
+        piece_ += stride_;
+        line_ = AlignedDown(piece_);
+        piece_end_ = piece_ + piece_bytes_;
+        --pieces_left_;
+      }
+    }
+  }
+
+ private:
+  static const char* AlignedDown(const char* p) {
+    return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63});
+  }
+
+  const char* piece_ = nullptr;
+  const char* line_ = nullptr;
+  const char* piece_end_ = nullptr;
+  int64_t piece_bytes_ = 0;
+  int64_t stride_ = 0;
+  int64_t pieces_left_ = 0;
+  int64_t lines_per_share_ = 0;
+};
 
 }  // namespace zinf::cpu
