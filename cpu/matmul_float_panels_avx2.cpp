@@ -74,19 +74,15 @@ void ChunkTile(const float* tile, const Weight& w, int64_t row, int64_t s_begin,
 template <DType kDType, int kRows, bool kRequestEachStep>
 void ChunkTileTokens(int tokens, const float* tile, const Weight& w, int64_t row, int64_t s_begin,
                      int64_t s_end, bool first, float* sums, LineRequests& next_tile) {
+  auto chunk_tile = [&]<int kTokens>() {
+    ChunkTile<kDType, kRows, kTokens, kRequestEachStep>(tile, w, row, s_begin, s_end, first, sums,
+                                                        next_tile);
+  };
   switch (tokens) {
-    case 4:
-      return ChunkTile<kDType, kRows, 4, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
-                                                           sums, next_tile);
-    case 3:
-      return ChunkTile<kDType, kRows, 3, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
-                                                           sums, next_tile);
-    case 2:
-      return ChunkTile<kDType, kRows, 2, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
-                                                           sums, next_tile);
-    case 1:
-      return ChunkTile<kDType, kRows, 1, kRequestEachStep>(tile, w, row, s_begin, s_end, first,
-                                                           sums, next_tile);
+    case 4: return chunk_tile.template operator()<4>();
+    case 3: return chunk_tile.template operator()<3>();
+    case 2: return chunk_tile.template operator()<2>();
+    case 1: return chunk_tile.template operator()<1>();
   }
 }
 
