@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cpu/matmul.h"
+#include "cpu/prefetch_region.h"
 #include "cpu/q8_token_lanes.h"
 #include "cpu/quant_rows.h"
 #include "cpu/tiling.h"
@@ -29,13 +30,13 @@ inline int64_t OneTokenTail(int64_t num_tokens, int64_t max_tail) {
 }
 
 // The rows of the row tile after the current one (and the int4 rows' parameters), which the
-// current tile's pass requests into L2 a share per block, so that they arrive from DRAM while its
-// products run. Asked for all at once at the tile's start, as they had been, a few hundred lines
-// outran what Zen 1 keeps in flight, and the next tile's first loads stalled on them: one Zen 1
-// core from DRAM (alternating runs, median ratio of 5), int8 2048 × 5632 × 128 tokens 1.07×,
-// 8 tokens 1.06×; int4 8 tokens 1.05-1.12×, 128 tokens 1.02-1.03×; int8 2048 × 2048 × 128 level.
-// The shares are spread over the first half of the pass (over all of it measured level on Zen 1),
-// so that the last lines are not asked for just before the next tile reads them.
+// current tile's pass requests into L2 a share per block (LineRequests), so that they arrive from
+// DRAM while its products run. Asked for all at once at the tile's start, as they had been, a few
+// hundred lines outran what Zen 1 keeps in flight: one Zen 1 core from DRAM (alternating runs,
+// median ratio of 5), int8 2048 × 5632 × 128 tokens 1.07×, 8 tokens 1.06×; int4 8 tokens
+// 1.05-1.12×, 128 tokens 1.02-1.03×; int8 2048 × 2048 × 128 level. The shares are spread over
+// the first half of the pass (over all of it measured level on Zen 1), so that the last lines are
+// not asked for just before the next tile reads them.
 class NextTileRequests {
  public:
   NextTileRequests() = default;  // requests nothing
@@ -47,38 +48,19 @@ class NextTileRequests {
                    bool with_params = false) {
     if (row + 2 * rows > row_end) return;
     const int64_t shares = std::max<int64_t>(calls / 2, 1);
-    rows_ = Region(w.row(row + rows), rows * w.row_bytes, shares);
-    if (with_params) params_ = Region(w.q4_params(row + rows), rows * w.groups * 4, shares);
+    rows_ = LineRequests(w.row(row + rows), rows * w.row_bytes, 0, 1, shares);
+    if (with_params)
+      params_ = LineRequests(w.q4_params(row + rows), rows * w.groups * 4, 0, 1, shares);
   }
 
-  // The next share of the lines (none once all are asked for). Always inlined: GCC takes a call
-  // whose only effect is a prefetch for one without effects and deletes it (so the int4 lanes had
-  // lost theirs from b2a77e6 to the fix).
+  // The next share of the lines (none once all are asked for).
   __attribute__((always_inline)) void RequestShare() {
     rows_.RequestShare();
     params_.RequestShare();
   }
 
  private:
-  // A region's lines from `next` up to `end`, lines_per_share at a time (counted in advance: a
-  // division per block cost int4's short groups 4-14% on Zen 1).
-  struct Region {
-    Region() = default;
-    Region(const void* first, int64_t bytes, int64_t shares)
-        : next(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(first) & ~uintptr_t{63})),
-          end(static_cast<const char*>(first) + bytes) {
-      const int64_t lines = (end - next + 63) / 64;
-      lines_per_share = (lines + shares - 1) / shares;
-    }
-    __attribute__((always_inline)) void RequestShare() {
-      for (int64_t i = 0; i < lines_per_share && next < end; ++i, next += 64)
-        _mm_prefetch(next, _MM_HINT_T1);
-    }
-    const char* next = nullptr;
-    const char* end = nullptr;
-    int64_t lines_per_share = 0;
-  };
-  Region rows_, params_;
+  LineRequests rows_, params_;
 };
 
 // Calls tile.template operator()<kRows, kHalves>(row, group, tokens) for every tile of rows

@@ -19,11 +19,13 @@ inline __attribute__((always_inline)) void PrefetchRegionShare(const void* regio
     _mm_prefetch(base + 64 * line, _MM_HINT_T1);
 }
 
-// The lines of `pieces` pieces of `piece_bytes` each, `stride` bytes apart (a chunk of each of a
-// tile's rows), requested into L2 a few at a time: each RequestShare asks for the next
+// The lines of `pieces` pieces of `piece_bytes` each, `stride` bytes apart (a tile's rows, or a
+// chunk of each), requested into L2 a few at a time: each RequestShare asks for the next
 // ceil(lines / shares) of them, piece by piece, until all are asked for. A pass over a tile calls
-// it once a step, so that the requests are spread over the pass (the count per share is worked
-// out once here: a division per call had cost int4's 32-value groups 4-14% on Zen 1).
+// it once a block or a step, so that the requests are spread over the pass: asked for all at once,
+// a few hundred lines outran the misses Zen 1 keeps in flight, and the next tile's first loads
+// waited for them. The count per share is worked out once here (a division per call had cost
+// int4's 32-value groups 4-14% on Zen 1).
 class LineRequests {
  public:
   LineRequests() = default;  // requests nothing
@@ -36,7 +38,8 @@ class LineRequests {
         piece_bytes_(piece_bytes),
         stride_(stride),
         pieces_left_(piece_bytes > 0 ? pieces : 0) {
-    const int64_t lines = pieces * ((piece_bytes + 63) / 64 + 1);  // + 1: an unaligned start
+    // Each piece as many lines as the first (from the line its start lies in).
+    const int64_t lines = pieces * ((piece_end_ - line_ + 63) / 64);
     shares = std::max<int64_t>(shares, 1);
     lines_per_share_ = (lines + shares - 1) / shares;
   }
