@@ -32,14 +32,14 @@ class LineRequests {
 
   LineRequests(const void* first, int64_t piece_bytes, int64_t stride, int64_t pieces,
                int64_t shares)
-      : piece_(static_cast<const char*>(first)),
+      : piece_(reinterpret_cast<uintptr_t>(first)),
         line_(AlignedDown(piece_)),
         piece_end_(piece_ + piece_bytes),
         piece_bytes_(piece_bytes),
         stride_(stride),
         pieces_left_(piece_bytes > 0 ? pieces : 0) {
     // Each piece as many lines as the first (from the line its start lies in).
-    const int64_t lines = pieces * ((piece_end_ - line_ + 63) / 64);
+    const int64_t lines = pieces * static_cast<int64_t>((piece_end_ - line_ + 63) / 64);
     shares = std::max<int64_t>(shares, 1);
     lines_per_share_ = (lines + shares - 1) / shares;
   }
@@ -48,7 +48,7 @@ class LineRequests {
   // deletes it (so the int4 lanes had lost theirs from b2a77e6 to the fix).
   __attribute__((always_inline)) void RequestShare() {
     for (int64_t i = 0; i < lines_per_share_ && pieces_left_ > 0; ++i) {
-      _mm_prefetch(line_, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(line_), _MM_HINT_T1);
       line_ += 64;
       if (line_ >= piece_end_) {
         piece_ += stride_;
@@ -60,13 +60,13 @@ class LineRequests {
   }
 
  private:
-  static const char* AlignedDown(const char* p) {
-    return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63});
-  }
+  static uintptr_t AlignedDown(uintptr_t address) { return address & ~uintptr_t{63}; }
 
-  const char* piece_ = nullptr;
-  const char* line_ = nullptr;
-  const char* piece_end_ = nullptr;
+  // Addresses as integers: past the last piece the walk forms one more piece's address, which as
+  // a pointer would lie outside the weights.
+  uintptr_t piece_ = 0;
+  uintptr_t line_ = 0;
+  uintptr_t piece_end_ = 0;
   int64_t piece_bytes_ = 0;
   int64_t stride_ = 0;
   int64_t pieces_left_ = 0;
