@@ -221,7 +221,6 @@ void RunGenerate(GenerateOptions options) {
       std::fflush(stdout);
     }
     ++finished;
-    show_progress();
   };
   callbacks.on_error = [&](const Request& request, const std::string& message) {
     failures.Add(request.id, request.line_number, message);
@@ -229,8 +228,9 @@ void RunGenerate(GenerateOptions options) {
     output.AppendError({request.id, request.id_is_number}, request.line_number, message,
                        in_flight.digest, in_flight.openai ? &*in_flight.openai : nullptr);
     ++finished;
-    show_progress();
   };
+  // Progress samples only at step ends: a completion is reported mid-step, before the step's
+  // tokens are counted, and a rate sampled there read half the real one once steps took ~30 s.
   callbacks.on_step = [&](const GenerationStats&) { show_progress(); };
   const std::atomic<bool>* interrupted = InstallInterruptFlag();
   // Every line written so far is durable (ResultsFile syncs each), so a failure here loses only
