@@ -206,8 +206,19 @@ void RunGenerate(GenerateOptions options) {
   auto written = [&] { return finished + feed.errors_written(); };
   auto show_progress = [&] {
     const GenerationStats& stats = generator.stats();
-    progress.Update(static_cast<int64_t>(written()), failures.total(), stats.prompt_tokens,
-                    stats.generated_tokens);
+    const auto done = static_cast<int64_t>(written());
+    double remaining_tokens = -1;
+    if (stats.admitted > 0) {
+      const int64_t in_flight = stats.admitted - stats.completed;
+      const int64_t not_started =
+          std::max<int64_t>(0, static_cast<int64_t>(to_do) - done - in_flight);
+      const double mean_tokens = static_cast<double>(stats.admitted_tokens) / stats.admitted;
+      remaining_tokens = std::max<double>(0, stats.admitted_tokens - stats.unused_new_tokens -
+                                                 stats.prompt_tokens - stats.generated_tokens) +
+                         not_started * mean_tokens;
+    }
+    progress.Update(done, failures.total(), stats.prompt_tokens, stats.generated_tokens,
+                    remaining_tokens);
   };
   GeneratorCallbacks callbacks;
   callbacks.next_request = [&] { return feed.Next(); };

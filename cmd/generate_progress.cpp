@@ -43,9 +43,14 @@ std::string FormatProgress(const ProgressSnapshot& p) {
   line += fmt::format(" | gen {} tok/s, prefill {} tok/s | {} elapsed",
                       Compact(p.generation_tokens_per_s), Compact(p.prefill_tokens_per_s),
                       FormatDuration(p.elapsed_seconds));
-  // The ETA extrapolates the run's request rate: unknown until a request has finished.
+  // The ETA divides the tokens left by the recent token rate where they are known: a run that
+  // starts all its requests at once finishes none until late, so its request rate says nothing.
+  // Otherwise it extrapolates the run's request rate, unknown until a request has finished.
+  const double token_rate = p.generation_tokens_per_s + p.prefill_tokens_per_s;
   if (p.done >= p.total) {
     line += ", done";
+  } else if (p.remaining_tokens >= 0 && token_rate > 0) {
+    line += ", ETA " + FormatDuration(p.remaining_tokens / token_rate);
   } else if (p.done > 0 && p.elapsed_seconds > 0) {
     const double seconds_per_request = p.elapsed_seconds / p.done;
     line += ", ETA " + FormatDuration(seconds_per_request * (p.total - p.done));
@@ -75,13 +80,14 @@ ProgressSnapshot GenerateProgress::Snapshot(double now) {
 }
 
 void GenerateProgress::Update(int64_t done, int64_t failed, int64_t prompt_tokens,
-                              int64_t generated_tokens) {
+                              int64_t generated_tokens, double remaining_tokens) {
   const double now =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   latest_.done = done;
   latest_.failed = failed;
   latest_.prompt_tokens = prompt_tokens;
   latest_.generated_tokens = generated_tokens;
+  latest_.remaining_tokens = remaining_tokens;
   if (window_.empty()) window_.push_back({0, 0, 0});
   window_.push_back({now, prompt_tokens, generated_tokens});
   while (window_.size() > 2 && now - window_[1].seconds >= kRateWindowSeconds) {

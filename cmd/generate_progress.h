@@ -19,6 +19,9 @@ struct ProgressSnapshot {
   double elapsed_seconds = 0;
   double generation_tokens_per_s = 0;  // over the last half minute or so
   double prefill_tokens_per_s = 0;
+  // Prompt and new tokens still to run (requests not yet started counted at the mean size of
+  // those started); the ETA divides it by the rates. Negative: unknown, the ETA follows requests.
+  double remaining_tokens = -1;
 };
 
 // "1234/5000 requests (3 failed) | gen 512 tok/s, prefill 2.05k tok/s | 12m05s elapsed, ETA 36m40s"
@@ -32,7 +35,8 @@ class GenerateProgress {
   // log_every_seconds: the period of log lines when stderr is not a terminal (0: none).
   GenerateProgress(int64_t total_requests, double log_every_seconds);
   ~GenerateProgress();
-  void Update(int64_t done, int64_t failed, int64_t prompt_tokens, int64_t generated_tokens);
+  void Update(int64_t done, int64_t failed, int64_t prompt_tokens, int64_t generated_tokens,
+              double remaining_tokens = -1);
   // Ends the terminal line (the summary follows on its own line).
   void Finish();
 

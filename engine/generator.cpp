@@ -81,6 +81,8 @@ bool Generator::Admit(Request&& request, const GeneratorCallbacks& callbacks) {
     sequence.completion.id = sequence.request.id;
     sequence.completion.id_is_number = sequence.request.id_is_number;
     sequence.completion.prompt_tokens = sequence.num_prompt;
+    ++stats_.admitted;
+    stats_.admitted_tokens += sequence.num_prompt + sequence.request.max_new_tokens;
     return true;
   }
   ZINF_CHECK(false, "no free slot to admit a request");
@@ -220,6 +222,8 @@ void Generator::Finish(Sequence& sequence, const GeneratorCallbacks& callbacks) 
         *tokenizer_, std::span(sequence.tokens).first(sequence.num_prompt), generated);
   }
   ++stats_.completed;
+  stats_.unused_new_tokens += std::max<int64_t>(
+      0, sequence.request.max_new_tokens - static_cast<int64_t>(completion.token_ids.size()));
   callbacks.on_complete(sequence.request, std::move(completion));
   for (auto& candidate : slots_) {
     if (candidate && &*candidate == &sequence) {

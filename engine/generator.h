@@ -36,6 +36,9 @@ struct GenerationStats {
   int64_t decode_steps = 0;             // steps that only generated
   int64_t completed = 0;
   int64_t failed = 0;
+  int64_t admitted = 0;           // requests given a slot
+  int64_t admitted_tokens = 0;    // their prompt tokens plus max_new_tokens: the work they may take
+  int64_t unused_new_tokens = 0;  // max_new_tokens left unused by requests that stopped early
 };
 
 struct GeneratorCallbacks {

@@ -30,6 +30,9 @@ TEST_CASE("the progress line: requests done of total, rates, elapsed and an ETA"
   CHECK(FormatProgress(snapshot) ==
         "1000/5000 requests (3 failed) | gen 512 tok/s, prefill 20.5k tok/s | 10m00s elapsed, "
         "ETA 40m00s");
+  // With the tokens left known, the ETA follows them: 1.5M tokens at 20,992 tokens/s.
+  snapshot.remaining_tokens = 1.5e6;
+  CHECK(FormatProgress(snapshot).ends_with("ETA 1m11s"));
   snapshot.done = 5000;
   CHECK(FormatProgress(snapshot).ends_with(", done"));
 }
