@@ -213,9 +213,7 @@ void RunGenerate(GenerateOptions options) {
       const int64_t not_started =
           std::max<int64_t>(0, static_cast<int64_t>(to_do) - done - in_flight);
       const double mean_tokens = static_cast<double>(stats.admitted_tokens) / stats.admitted;
-      remaining_tokens = std::max<double>(0, stats.admitted_tokens - stats.unused_new_tokens -
-                                                 stats.prompt_tokens - stats.generated_tokens) +
-                         not_started * mean_tokens;
+      remaining_tokens = stats.TokensLeftInFlight() + not_started * mean_tokens;
     }
     progress.Update(done, failures.total(), stats.prompt_tokens, stats.generated_tokens,
                     remaining_tokens);

@@ -36,7 +36,7 @@ class GenerateProgress {
   GenerateProgress(int64_t total_requests, double log_every_seconds);
   ~GenerateProgress();
   void Update(int64_t done, int64_t failed, int64_t prompt_tokens, int64_t generated_tokens,
-              double remaining_tokens = -1);
+              double remaining_tokens);
   // Ends the terminal line (the summary follows on its own line).
   void Finish();
 

@@ -3,6 +3,7 @@
 // reports each request as it finishes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <optional>
@@ -39,6 +40,12 @@ struct GenerationStats {
   int64_t admitted = 0;           // requests given a slot
   int64_t admitted_tokens = 0;    // their prompt tokens plus max_new_tokens: the work they may take
   int64_t unused_new_tokens = 0;  // max_new_tokens left unused by requests that stopped early
+
+  // Prompt and new tokens the requests in flight may still take (at most their max_new_tokens).
+  int64_t TokensLeftInFlight() const {
+    return std::max<int64_t>(0, admitted_tokens - unused_new_tokens - prompt_tokens -
+                                    generated_tokens);
+  }
 };
 
 struct GeneratorCallbacks {
